@@ -1,0 +1,326 @@
+# kreflect: a Kubernetes reflector for edge devices.
+#
+#   make deps        install missing Debian packages (as root) and fetch mbedTLS
+#   make             build/kreflect (x86_64, static, stripped)
+#   make cross       build/aarch64/kreflect and build/armv7/kreflect
+#   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
+#   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
+#   make check-symbols | lint | size | clean
+#
+# One target per sub-make: TARGET=x86_64 (default, musl), aarch64, armv7 (musl
+# cross) or asan (clang with AddressSanitizer + UndefinedBehaviorSanitizer on
+# glibc, for tests only). PORT=posix chooses port/posix/.
+
+TARGET ?= x86_64
+PORT ?= posix
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
+VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
+
+# --- dependencies ---------------------------------------------------------------
+
+DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
+	musl-dev:arm64 musl-dev:armhf qemu-user libjsmn-dev python3 openssl \
+	clang libclang-rt-14-dev valgrind bzip2 dpkg-dev cppcheck binutils file \
+	strace procps
+DEPS := build/deps
+APT_DIR := $(DEPS)/apt
+MBEDTLS_DIR := $(DEPS)/mbedtls
+MBEDTLS_STAMP := $(MBEDTLS_DIR)/.kreflect-extracted
+JSMN_H := build/include/jsmn.h
+
+# --- per-target toolchain ----------------------------------------------------------
+
+ifeq ($(TARGET),x86_64)
+CC := x86_64-linux-musl-gcc
+CROSS_COMPILE :=
+QEMU :=
+ARCH_FLAGS :=
+else ifeq ($(TARGET),aarch64)
+CC := aarch64-linux-musl-gcc
+CROSS_COMPILE := aarch64-linux-gnu-
+QEMU := qemu-aarch64
+ARCH_FLAGS :=
+else ifeq ($(TARGET),armv7)
+CC := arm-linux-musleabihf-gcc
+CROSS_COMPILE := arm-linux-gnueabihf-
+QEMU := qemu-arm
+ARCH_FLAGS := -march=armv7-a -mfpu=vfpv3-d16 -mfloat-abi=hard -mthumb
+else ifeq ($(TARGET),asan)
+CC := clang
+CROSS_COMPILE :=
+QEMU :=
+ARCH_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer -g
+else ifeq ($(TARGET),fuzz)
+CC := clang
+CROSS_COMPILE :=
+QEMU :=
+ARCH_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer -g
+else
+$(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
+endif
+
+O := build/$(TARGET)
+STRIP := $(CROSS_COMPILE)strip
+SIZE := $(CROSS_COMPILE)size
+
+MBEDTLS_CPPFLAGS := -isystem $(MBEDTLS_DIR)/include \
+	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/config/mbedtls_config.h"'
+OPT := -Os -ffunction-sections -fdata-sections
+ifneq ($(filter asan fuzz,$(TARGET)),)
+OPT := -O1 -ffunction-sections -fdata-sections
+LINK_STATIC :=
+else
+LINK_STATIC := -static
+endif
+HARDEN := -fstack-protector-strong -fstack-clash-protection -fno-plt
+LDHARDEN := -Wl,-z,relro,-z,now,-z,noexecstack
+
+WARN := -Wall -Wextra -Werror -Werror=vla -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Wpointer-arith \
+	-Wundef
+CPPFLAGS := -Iconfig -Iport -Isrc -Ibuild/include $(MBEDTLS_CPPFLAGS) \
+	-D_POSIX_C_SOURCE=200809L -DKR_TARGET='"$(TARGET)"' \
+	-DKR_PORT_$(PORT)=1 $(EXTRA_CPPFLAGS)
+CFLAGS := -std=c11 $(OPT) $(ARCH_FLAGS) $(HARDEN) $(WARN) -MMD -MP $(EXTRA_CFLAGS)
+LDFLAGS := $(LINK_STATIC) $(ARCH_FLAGS) -Wl,--gc-sections $(LDHARDEN) $(EXTRA_LDFLAGS)
+
+# mbedTLS is third-party code: our warnings are not its warnings.
+MBEDTLS_CFLAGS := -std=c99 $(OPT) $(ARCH_FLAGS) $(HARDEN) -MMD -MP -w
+
+# --- sources ----------------------------------------------------------------------
+
+SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard port/$(PORT)/*.c)
+OBJ := $(patsubst %.c,$(O)/obj/%.o,$(SRC))
+MAIN_OBJ := $(O)/obj/src/main.o
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_OBJ := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRC))
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOLS := $(patsubst tests/tools/%.c,$(O)/tests/%,$(TOOL_SRC))
+# Fuzz targets: tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput. Under
+# TARGET=fuzz they link with libFuzzer; every other target links them with
+# tests/fuzz/replay.c, which replays tests/corpus/NAME/ in `make test`.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
+FUZZERS := $(patsubst %,$(O)/fuzz/%,$(FUZZ_NAMES))
+REPLAYS := $(patsubst %,$(O)/tests/replay_%,$(FUZZ_NAMES))
+FUZZ_SECONDS ?= 60
+
+MBEDTLS_LIB := $(O)/mbedtls/libmbedtls.a
+
+.PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
+	size clean distclean target-bin target-tests target-fuzz fuzz fuzz-merge help
+.DEFAULT_GOAL := all
+
+# --- top-level targets ---------------------------------------------------------------
+
+all: build/kreflect
+
+build/kreflect: FORCE | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)$(MAKE) --no-print-directory TARGET=x86_64 target-bin
+	$(Q)cp build/x86_64/kreflect build/kreflect
+
+cross: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)$(MAKE) --no-print-directory TARGET=aarch64 target-bin
+	$(Q)$(MAKE) --no-print-directory TARGET=armv7 target-bin
+
+# Everything that `make test` runs, built first so that build output and test
+# output do not interleave.
+test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)$(MAKE) --no-print-directory TARGET=x86_64 target-tests
+	$(Q)$(MAKE) --no-print-directory TARGET=asan target-tests
+	$(Q)$(MAKE) --no-print-directory TARGET=aarch64 target-bin target-tests
+	$(Q)$(MAKE) --no-print-directory TARGET=armv7 target-bin target-tests
+	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
+
+# libFuzzer with ASan+UBSan on every target in tests/fuzz/, FUZZ_SECONDS each,
+# starting from tests/corpus/NAME/ and writing what it learns to build/fuzz/NAME/.
+fuzz: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)$(MAKE) --no-print-directory TARGET=fuzz target-fuzz
+	$(Q)for n in $(FUZZ_NAMES); do \
+	  mkdir -p build/fuzz-corpus/$$n tests/corpus/$$n; \
+	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
+	  echo "  FUZZ    $$n for $(FUZZ_SECONDS) s"; \
+	  build/fuzz/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dict \
+	    -artifact_prefix=build/fuzz-corpus/$$n- build/fuzz-corpus/$$n tests/corpus/$$n \
+	    > build/fuzz-corpus/$$n.log 2>&1 || { tail -40 build/fuzz-corpus/$$n.log; exit 1; }; \
+	  grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|cov:' build/fuzz-corpus/$$n.log | tail -3; \
+	done
+
+# Keeps tests/corpus/NAME minimal: only inputs that add coverage stay.
+fuzz-merge: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)$(MAKE) --no-print-directory TARGET=fuzz target-fuzz
+	$(Q)for n in $(FUZZ_NAMES); do \
+	  rm -rf build/fuzz-min/$$n && mkdir -p build/fuzz-min/$$n && \
+	  build/fuzz/fuzz/$$n -merge=1 build/fuzz-min/$$n tests/corpus/$$n build/fuzz-corpus/$$n >/dev/null 2>&1 && \
+	  rm -rf tests/corpus/$$n && mv build/fuzz-min/$$n tests/corpus/$$n && \
+	  echo "  $$n: $$(ls tests/corpus/$$n | wc -l) inputs"; \
+	done
+
+test-cross: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)$(MAKE) --no-print-directory TARGET=aarch64 target-bin target-tests
+	$(Q)$(MAKE) --no-print-directory TARGET=armv7 target-bin target-tests
+	$(Q)sh tests/run.sh aarch64 armv7
+
+FORCE:
+
+# --- per-target build (called with TARGET set) -------------------------------------------
+
+target-bin: $(O)/kreflect
+target-tests: $(O)/tests/unit $(TOOLS) $(REPLAYS)
+target-fuzz: $(FUZZERS)
+
+$(O)/kreflect: $(O)/kreflect.unstripped
+	$(Q)$(STRIP) -o $@ $<
+
+$(O)/kreflect.unstripped: $(MAIN_OBJ) $(OBJ) $(MBEDTLS_LIB)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(OBJ) $(MBEDTLS_LIB)
+
+$(O)/tests/unit: $(UNIT_OBJ) $(OBJ) $(MBEDTLS_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(OBJ) $(MBEDTLS_LIB)
+
+$(O)/tests/%: $(O)/obj/tests/tools/%.o $(OBJ) $(MBEDTLS_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(OBJ) $(MBEDTLS_LIB)
+
+$(O)/tests/replay_%: $(O)/obj/tests/fuzz/fuzz_%.o $(O)/obj/tests/fuzz/replay.o $(OBJ) $(MBEDTLS_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
+$(O)/fuzz/%: $(O)/obj/tests/fuzz/fuzz_%.o $(OBJ) $(MBEDTLS_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^
+
+# A change of compiler or flags rebuilds everything of that target.
+FLAGS_LINE := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(MBEDTLS_CFLAGS)
+$(O)/flags.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAGS_LINE)' | cmp -s - $@ || echo '$(FLAGS_LINE)' > $@
+
+$(O)/obj/%.o: %.c $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# --- mbedTLS: compiled per target with our configuration --------------------------------------
+
+MBEDTLS_C := $(notdir $(wildcard $(MBEDTLS_DIR)/library/*.c))
+MBEDTLS_OBJ := $(patsubst %.c,$(O)/mbedtls/%.o,$(MBEDTLS_C))
+
+$(MBEDTLS_LIB): $(MBEDTLS_OBJ)
+	$(Q)test -n "$(MBEDTLS_OBJ)" || { echo "kreflect: no mbedTLS sources in $(MBEDTLS_DIR): run 'make deps'" >&2; exit 1; }
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && $(CROSS_COMPILE)ar rcs $@ $(MBEDTLS_OBJ)
+
+$(O)/mbedtls/%.o: $(MBEDTLS_DIR)/library/%.c config/mbedtls_config.h $(O)/flags.stamp $(MBEDTLS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -I$(MBEDTLS_DIR)/library $(MBEDTLS_CFLAGS) -c -o $@ $<
+
+# --- fetching dependencies ----------------------------------------------------------------
+
+deps: packages mbedtls-src
+
+# Installs what is missing when root; otherwise says exactly what to run.
+packages:
+	$(Q)missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "kreflect: all Debian packages present"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "kreflect: missing Debian packages:$$missing" >&2; \
+	  echo "kreflect: run as root:" >&2; \
+	  echo "  dpkg --add-architecture arm64 && dpkg --add-architecture armhf && apt-get update && apt-get install -y --no-install-recommends$$missing" >&2; \
+	  exit 1; \
+	fi; \
+	dpkg --add-architecture arm64 && dpkg --add-architecture armhf && \
+	apt-get update && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+
+mbedtls-src: $(MBEDTLS_STAMP)
+
+# mbedTLS 3.6 LTS from Debian trixie's source package, through a private apt
+# configuration under build/deps/apt (the machine's own apt setup is untouched).
+# apt checks the signed Release file and the checksums; dpkg-source checks the
+# .dsc against the files and applies Debian's patches.
+APT_OPTS := -o Dir::Etc::SourceList=$(CURDIR)/$(APT_DIR)/sources.list \
+	-o Dir::Etc::SourceParts=/dev/null \
+	-o Dir::State::Lists=$(CURDIR)/$(APT_DIR)/lists \
+	-o Dir::Cache=$(CURDIR)/$(APT_DIR)/cache \
+	-o Debug::NoLocking=1 -o APT::Sandbox::User=root
+DEBIAN_MIRROR ?= http://deb.debian.org/debian
+
+$(MBEDTLS_STAMP):
+	@echo "  FETCH   mbedtls (Debian trixie source package)"
+	$(Q)rm -rf $(APT_DIR) $(MBEDTLS_DIR) && \
+	mkdir -p $(APT_DIR)/lists/partial $(APT_DIR)/cache/archives/partial $(APT_DIR)/src && \
+	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(DEBIAN_MIRROR) trixie main" \
+	  > $(APT_DIR)/sources.list && \
+	apt-get $(APT_OPTS) -qq update && \
+	ver=$$(apt-cache $(APT_OPTS) showsrc mbedtls | sed -n 's/^Version: //p' | sort -V | tail -n 1) && \
+	case "$$ver" in 3.6.*) ;; *) echo "kreflect: trixie has mbedtls '$$ver', not 3.6.x" >&2; exit 1;; esac && \
+	cd $(APT_DIR)/src && apt-get $(APT_OPTS) -qq source --download-only "mbedtls=$$ver" && \
+	dpkg-source -x mbedtls_*.dsc tree >../dpkg-source.log 2>&1 && \
+	cd $(CURDIR) && mv $(APT_DIR)/src/tree $(MBEDTLS_DIR) && \
+	grep -q '"3\.6\.' $(MBEDTLS_DIR)/include/mbedtls/build_info.h && \
+	echo "$$ver" > $@ && echo "  mbedtls $$ver in $(MBEDTLS_DIR)"
+
+# The cross compilers' musl specs do not search /usr/include, so jsmn's header
+# is copied where every target looks.
+$(JSMN_H): /usr/include/jsmn.h
+	@mkdir -p $(@D)
+	$(Q)cp $< $@
+
+/usr/include/jsmn.h:
+	@echo "kreflect: /usr/include/jsmn.h is missing: run 'make deps' (package libjsmn-dev)" >&2; exit 1
+
+# --- checks -----------------------------------------------------------------------------------
+
+# Every symbol our objects export starts with kr_. mbedtls_hardware_poll is the
+# entropy hook mbedTLS calls by that name (MBEDTLS_ENTROPY_HARDWARE_ALT).
+check-symbols: build/kreflect
+	$(Q)bad=$$(nm -g --defined-only $(filter build/x86_64/%,$(patsubst %.c,build/x86_64/obj/%.o,$(SRC) src/main.c)) \
+	  | awk 'NF==3 {print $$3}' | grep -v -E '^(kr_|main$$|mbedtls_hardware_poll$$)' | sort -u); \
+	if [ -n "$$bad" ]; then echo "kreflect: exported symbols without the kr_ prefix:" >&2; echo "$$bad" >&2; exit 1; fi; \
+	echo "check-symbols: every exported symbol starts with kr_"
+
+BANNED := sprintf|strcpy|strcat|strtok|atoi|atol|gets|alloca|vsprintf|strncpy
+lint:
+	$(Q)bad=$$(grep -n -E '\b($(BANNED))\s*\(' src/*.[ch] port/*.h port/*/*.[ch] tests/unit/*.c tests/tools/*.c 2>/dev/null); \
+	if [ -n "$$bad" ]; then echo "kreflect: banned calls:" >&2; echo "$$bad" >&2; exit 1; fi
+	$(Q)bad=$$(grep -n -E '\b(malloc|calloc|realloc|free|strdup)\s*\(' src/*.c port/*/*.c 2>/dev/null); \
+	if [ -n "$$bad" ]; then echo "kreflect: heap calls in src/ or port/:" >&2; echo "$$bad" >&2; exit 1; fi
+	$(Q)cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
+	  --inline-suppr -Iconfig -Iport -Isrc -DKR_TARGET='"lint"' \
+	  --suppress=missingIncludeSystem src port/$(PORT)
+	@echo "lint: no banned calls, no heap calls, cppcheck clean"
+
+size: build/kreflect cross
+	$(Q)printf '%-8s %10s %8s %10s %12s\n' target text data bss "file bytes"; \
+	for t in x86_64 aarch64 armv7; do \
+	  case $$t in x86_64) s=size;; aarch64) s=aarch64-linux-gnu-size;; armv7) s=arm-linux-gnueabihf-size;; esac; \
+	  $$s build/$$t/kreflect | awk -v t=$$t -v f=$$(stat -c %s build/$$t/kreflect) \
+	    'NR==2 {printf "%-8s %10s %8s %10s %12s\n", t, $$1, $$2, $$3, f}'; \
+	done
+
+clean:
+	rm -rf build/x86_64 build/aarch64 build/armv7 build/asan build/fuzz build/kreflect build/test
+
+distclean:
+	rm -rf build
+
+help:
+	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+
+-include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(O)/mbedtls/*.d)

@@ -1,0 +1,127 @@
+/*
+ * kreflect compile-time capacities: the one place where sizes are chosen.
+ *
+ * Every value is a default that a build may override, either with -DNAME=value
+ * or with a header of its own named by -DKR_USER_CONFIG='"path/to/my_config.h"',
+ * which is read first. Runtime flags may lower some of these, never raise them.
+ * `kreflect --print-budget` prints the static memory these values imply.
+ */
+#ifndef KR_CONFIG_H
+#define KR_CONFIG_H
+
+#ifdef KR_USER_CONFIG
+#include KR_USER_CONFIG
+#endif
+
+/* --- resources and the store ------------------------------------------------ */
+
+/* Resources watched at once; each has its own watch connection. */
+#ifndef KR_MAX_RESOURCES
+#define KR_MAX_RESOURCES 8
+#endif
+
+/* Objects the store indexes (held or present-but-not-held), over all resources. */
+#ifndef KR_MAX_OBJECTS
+#define KR_MAX_OBJECTS 4096
+#endif
+
+/* Bytes of object JSON the arena holds. Untouched pages cost no RSS. */
+#ifndef KR_ARENA_BYTES
+#define KR_ARENA_BYTES (8u * 1024u * 1024u)
+#endif
+
+/* Largest single object: etcd's default request limit is 1.5 MiB, plus envelope. */
+#ifndef KR_MAX_OBJECT_BYTES
+#define KR_MAX_OBJECT_BYTES (1536u * 1024u + 64u * 1024u)
+#endif
+
+/* JSON tokens for one object (a busy Pod is ~1,500; a ConfigMap a handful). */
+#ifndef KR_JSON_TOKENS
+#define KR_JSON_TOKENS 8192
+#endif
+
+/* Longest namespace/name key: 253 (name) + 1 + 63 (namespace), rounded up. */
+#ifndef KR_KEY_MAX
+#define KR_KEY_MAX 320
+#endif
+
+/* Longest resourceVersion or uid we keep (opaque strings; etcd's are ~20 bytes). */
+#ifndef KR_RV_MAX
+#define KR_RV_MAX 64
+#endif
+
+/* --- transport ---------------------------------------------------------------- */
+
+/* Connections open at once: one watch per resource, plus one for lists/discovery. */
+#ifndef KR_MAX_CONNS
+#define KR_MAX_CONNS (KR_MAX_RESOURCES + 1)
+#endif
+
+/* Longest HTTP status or header line we accept from the server. */
+#ifndef KR_HTTP_LINE_MAX
+#define KR_HTTP_LINE_MAX 8192
+#endif
+
+/* Most header lines in one response (kube-apiserver sends about ten). */
+#ifndef KR_HTTP_MAX_HEADERS
+#define KR_HTTP_MAX_HEADERS 100
+#endif
+
+/* Longest request we write (path, query, headers, bearer token). */
+#ifndef KR_HTTP_REQUEST_MAX
+#define KR_HTTP_REQUEST_MAX 8192
+#endif
+
+/* Bytes read from TLS per call: one full TLS record. */
+#ifndef KR_IO_CHUNK
+#define KR_IO_CHUNK 16384
+#endif
+
+/*
+ * mbedTLS heap (MBEDTLS_MEMORY_BUFFER_ALLOC_C). Per connection: a 16 KiB input
+ * record buffer, a 4 KiB output buffer, and the handshake's certificates and
+ * bignums (an RSA-4096 chain needs the most), so about 48 KiB each.
+ */
+#ifndef KR_TLS_HEAP_PER_CONN
+#define KR_TLS_HEAP_PER_CONN (48u * 1024u)
+#endif
+#ifndef KR_TLS_HEAP_SIZE
+#define KR_TLS_HEAP_SIZE (KR_TLS_HEAP_PER_CONN * KR_MAX_CONNS + 64u * 1024u)
+#endif
+
+/* Largest PEM file (CA bundle, client certificate or key) we read. */
+#ifndef KR_PEM_MAX
+#define KR_PEM_MAX (256u * 1024u)
+#endif
+
+/* --- checks ---------------------------------------------------------------------- */
+
+#if KR_MAX_RESOURCES < 1
+#error "KR_MAX_RESOURCES must be at least 1"
+#endif
+#if KR_MAX_OBJECTS < 1
+#error "KR_MAX_OBJECTS must be at least 1"
+#endif
+#if KR_MAX_CONNS < KR_MAX_RESOURCES
+#error "KR_MAX_CONNS must allow one watch connection per resource"
+#endif
+#if KR_MAX_OBJECT_BYTES > KR_ARENA_BYTES
+#error "KR_MAX_OBJECT_BYTES cannot exceed KR_ARENA_BYTES: the largest object lives in the arena"
+#endif
+#if KR_JSON_TOKENS < 64
+#error "KR_JSON_TOKENS below 64 cannot hold a minimal Kubernetes object"
+#endif
+#if KR_HTTP_LINE_MAX < 256
+#error "KR_HTTP_LINE_MAX below 256 cannot hold a status line and common headers"
+#endif
+#if KR_HTTP_REQUEST_MAX < 2048
+#error "KR_HTTP_REQUEST_MAX below 2048 cannot hold a request with a bearer token"
+#endif
+#if KR_TLS_HEAP_SIZE < 40u * 1024u
+#error "KR_TLS_HEAP_SIZE below 40 KiB cannot complete a TLS handshake"
+#endif
+#if KR_IO_CHUNK < 512
+#error "KR_IO_CHUNK below 512 bytes makes every read a system call"
+#endif
+
+#endif /* KR_CONFIG_H */

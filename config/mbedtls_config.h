@@ -1,0 +1,109 @@
+/*
+ * mbedTLS 3.6 configuration for kreflect: a TLS client and nothing more.
+ *
+ * What a Kubernetes API server needs from its clients, and no more:
+ *   - TLS 1.3 and TLS 1.2, client side only (no server, no DTLS, no renegotiation);
+ *   - ECDHE on X25519, P-256 and P-384;
+ *   - server certificates signed with RSA 2048-4096 (kubeadm) or ECDSA P-256/P-384 (k3s);
+ *   - AES-128/256-GCM and ChaCha20-Poly1305 with SHA-256/384;
+ *   - X.509 parsing and verification, DNS and IP subject alternative names;
+ *   - PEM/base64, client certificates with RSA or EC keys (PKCS#1, SEC1, PKCS#8);
+ *   - session resumption (TLS 1.3 tickets, TLS 1.2 session IDs and tickets).
+ * Memory comes from one static buffer (MBEDTLS_MEMORY_BUFFER_ALLOC_C) whose size
+ * is KR_TLS_HEAP_SIZE in config/kreflect_config.h. Entropy comes from the port
+ * (mbedtls_hardware_poll, see src/tls.c). Files are read by kreflect, not by mbedTLS.
+ */
+#ifndef KR_MBEDTLS_CONFIG_H
+#define KR_MBEDTLS_CONFIG_H
+
+/* Platform: our own allocator and entropy; no stdio file access. */
+#define MBEDTLS_HAVE_ASM
+#define MBEDTLS_HAVE_TIME
+#define MBEDTLS_HAVE_TIME_DATE          /* certificate validity periods are checked */
+#define MBEDTLS_PLATFORM_C
+#define MBEDTLS_PLATFORM_MEMORY
+#define MBEDTLS_MEMORY_BUFFER_ALLOC_C
+#define MBEDTLS_NO_PLATFORM_ENTROPY
+#define MBEDTLS_ENTROPY_HARDWARE_ALT    /* kr_port_entropy, in the mbedtls_hardware_poll shape */
+#define MBEDTLS_DEPRECATED_REMOVED
+#define MBEDTLS_ERROR_C                 /* errors users can act on, not hex codes */
+
+/* Randomness. */
+#define MBEDTLS_ENTROPY_C
+#define MBEDTLS_CTR_DRBG_C
+
+/* PSA crypto is required by TLS 1.3 in 3.6. */
+#define MBEDTLS_PSA_CRYPTO_C
+#define MBEDTLS_USE_PSA_CRYPTO
+#define MBEDTLS_PSA_KEY_STORE_DYNAMIC
+
+/* Symmetric ciphers and hashes. */
+#define MBEDTLS_AES_C
+#define MBEDTLS_AES_ROM_TABLES          /* tables in .rodata, not built into RAM */
+#define MBEDTLS_AES_FEWER_TABLES
+#define MBEDTLS_GCM_C
+#define MBEDTLS_CHACHA20_C
+#define MBEDTLS_POLY1305_C
+#define MBEDTLS_CHACHAPOLY_C
+#define MBEDTLS_CIPHER_C
+#define MBEDTLS_MD_C
+#define MBEDTLS_SHA224_C                /* SHA-256 implementation shares it */
+#define MBEDTLS_SHA256_C
+#define MBEDTLS_SHA384_C
+#define MBEDTLS_SHA512_C                /* SHA-384 implementation shares it */
+#define MBEDTLS_HKDF_C
+
+/* Public key: RSA and ECDSA, ECDHE on X25519 / P-256 / P-384. */
+#define MBEDTLS_BIGNUM_C
+#define MBEDTLS_RSA_C
+#define MBEDTLS_PKCS1_V15
+#define MBEDTLS_PKCS1_V21               /* RSA-PSS, mandatory for TLS 1.3 with RSA */
+#define MBEDTLS_ECP_C
+#define MBEDTLS_ECDH_C
+#define MBEDTLS_ECDSA_C
+#define MBEDTLS_ECP_DP_SECP256R1_ENABLED
+#define MBEDTLS_ECP_DP_SECP384R1_ENABLED
+#define MBEDTLS_ECP_DP_CURVE25519_ENABLED
+#define MBEDTLS_ECP_NIST_OPTIM
+#define MBEDTLS_ECP_WINDOW_SIZE 2       /* RAM over speed: the handshake is rare */
+#define MBEDTLS_ECP_FIXED_POINT_OPTIM 0
+#define MBEDTLS_MPI_MAX_SIZE 512        /* RSA 4096 */
+#define MBEDTLS_MPI_WINDOW_SIZE 2
+
+/* Keys and certificates. */
+#define MBEDTLS_ASN1_PARSE_C
+#define MBEDTLS_ASN1_WRITE_C
+#define MBEDTLS_OID_C
+#define MBEDTLS_BASE64_C
+#define MBEDTLS_PEM_PARSE_C
+#define MBEDTLS_PK_C
+#define MBEDTLS_PK_PARSE_C
+#define MBEDTLS_X509_USE_C
+#define MBEDTLS_X509_CRT_PARSE_C
+
+/* TLS: client only, 1.2 and 1.3. */
+#define MBEDTLS_SSL_TLS_C
+#define MBEDTLS_SSL_CLI_C
+#define MBEDTLS_SSL_PROTO_TLS1_2
+#define MBEDTLS_SSL_PROTO_TLS1_3
+#define MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL_ENABLED
+#define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED
+#define MBEDTLS_KEY_EXCHANGE_ECDHE_RSA_ENABLED
+#define MBEDTLS_KEY_EXCHANGE_ECDHE_ECDSA_ENABLED
+#define MBEDTLS_SSL_SERVER_NAME_INDICATION
+#define MBEDTLS_SSL_KEEP_PEER_CERTIFICATE  /* required by TLS 1.3 in 3.6 */
+#define MBEDTLS_SSL_SESSION_TICKETS
+#define MBEDTLS_SSL_EXTENDED_MASTER_SECRET
+#define MBEDTLS_SSL_ENCRYPT_THEN_MAC
+#define MBEDTLS_SSL_ALL_ALERT_MESSAGES
+
+/*
+ * Record buffers. The server chooses its record size and Kubernetes does not
+ * negotiate max_fragment_length, so the input side must take a full 16 KiB
+ * record. We only send small requests, so the output side is smaller.
+ */
+#define MBEDTLS_SSL_IN_CONTENT_LEN  16384
+#define MBEDTLS_SSL_OUT_CONTENT_LEN 4096
+
+#endif /* KR_MBEDTLS_CONFIG_H */

@@ -1,0 +1,415 @@
+/*
+ * The posix port: Linux with musl (or glibc for sanitizer builds).
+ */
+#define _GNU_SOURCE
+#include "port.h"
+#include "kreflect.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int last_errno;
+
+kr_ms_t kr_port_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (kr_ms_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t kr_port_wall_seconds(void)
+{
+	return (int64_t)time(NULL);
+}
+
+int kr_port_entropy(void *ctx, unsigned char *out, size_t len, size_t *olen)
+{
+	size_t done = 0;
+
+	(void)ctx;
+	*olen = 0;
+	while (done < len) {
+		ssize_t n = getrandom(out + done, len - done, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	*olen = done;
+	return 0;
+}
+
+void kr_port_log_write(const char *line, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(2, line, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		line += n;
+		len -= (size_t)n;
+	}
+}
+
+const char *kr_port_last_error(void)
+{
+	return strerror(last_errno);
+}
+
+/* --- addresses -------------------------------------------------------------------- */
+
+int kr_port_parse_ip(const char *host, uint16_t port, struct kr_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->port = port;
+	if (inet_pton(AF_INET, host, out->ip) == 1) {
+		out->family = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, out->ip) == 1) {
+		out->family = 6;
+		return 0;
+	}
+	return -1;
+}
+
+void kr_port_addr_format(const struct kr_addr *addr, char *buf, size_t size)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (size == 0)
+		return;
+	if (!inet_ntop(addr->family == 6 ? AF_INET6 : AF_INET, addr->ip, ip, sizeof(ip)))
+		snprintf(ip, sizeof(ip), "?");
+	snprintf(buf, size, addr->family == 6 ? "[%s]:%u" : "%s:%u", ip, (unsigned)addr->port);
+}
+
+static socklen_t to_sockaddr(const struct kr_addr *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == 6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(a->port);
+		memcpy(&s6->sin6_addr, a->ip, 16);
+		return sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(a->port);
+		memcpy(&s4->sin_addr, a->ip, 4);
+		return sizeof(*s4);
+	}
+}
+
+/* --- name resolution in a child ----------------------------------------------------- */
+
+/*
+ * getaddrinfo() blocks for as long as the resolver likes (musl: attempts x
+ * timeout from resolv.conf, up to minutes). It runs in a forked child that
+ * writes the addresses into a pipe; the loop polls the pipe against its own
+ * deadline and kills the child if the deadline passes. The child never returns
+ * into kreflect's code: it _exit()s.
+ */
+#define RESOLVE_MAX 8
+
+struct resolve_slot {
+	int fd;
+	pid_t pid;
+};
+
+static struct resolve_slot resolving[4] = {{-1, 0}, {-1, 0}, {-1, 0}, {-1, 0}};
+
+int kr_port_resolve_start(const char *host)
+{
+	int p[2];
+	pid_t pid;
+	size_t i;
+
+	for (i = 0; i < sizeof(resolving) / sizeof(resolving[0]); i++)
+		if (resolving[i].fd < 0)
+			break;
+	if (i == sizeof(resolving) / sizeof(resolving[0]))
+		return -1;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		last_errno = errno;
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		last_errno = errno;
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct addrinfo hints, *res = NULL, *ai;
+		struct kr_addr out[RESOLVE_MAX];
+		int n = 0;
+
+		close(p[0]);
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+			for (ai = res; ai && n < RESOLVE_MAX; ai = ai->ai_next) {
+				memset(&out[n], 0, sizeof(out[n]));
+				if (ai->ai_family == AF_INET) {
+					out[n].family = 4;
+					memcpy(out[n].ip, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
+					n++;
+				} else if (ai->ai_family == AF_INET6) {
+					out[n].family = 6;
+					memcpy(out[n].ip, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, 16);
+					n++;
+				}
+			}
+		}
+		/* One write of at most 8 * 24 bytes: atomic on a pipe. */
+		if (n > 0 && write(p[1], out, (size_t)n * sizeof(out[0])) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	resolving[i].fd = p[0];
+	resolving[i].pid = pid;
+	return p[0];
+}
+
+int kr_port_resolve_finish(int fd, uint16_t port, struct kr_addr *out, int max,
+			   int abandon)
+{
+	struct kr_addr got[RESOLVE_MAX];
+	ssize_t n;
+	int count = 0, i;
+	size_t s;
+
+	for (s = 0; s < sizeof(resolving) / sizeof(resolving[0]); s++)
+		if (resolving[s].fd == fd)
+			break;
+	if (s == sizeof(resolving) / sizeof(resolving[0]))
+		return 0;
+	if (!abandon) {
+		n = read(fd, got, sizeof(got));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return KR_IO_WAIT;
+		if (n > 0)
+			count = (int)((size_t)n / sizeof(got[0]));
+	} else {
+		kill(resolving[s].pid, SIGKILL);
+	}
+	waitpid(resolving[s].pid, NULL, 0);
+	close(fd);
+	resolving[s].fd = -1;
+	resolving[s].pid = 0;
+	if (count > max)
+		count = max;
+	for (i = 0; i < count; i++) {
+		out[i] = got[i];
+		out[i].port = port;
+	}
+	return count;
+}
+
+/* --- TCP ------------------------------------------------------------------------------ */
+
+int kr_port_tcp_connect(const struct kr_addr *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = to_sockaddr(addr, &ss);
+	int one = 1, fd;
+
+	fd = socket(addr->family == 6 ? AF_INET6 : AF_INET,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		last_errno = errno;
+		return KR_IO_ERR;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* A dead peer behind a silent link is found even between watch events. */
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+#ifdef TCP_KEEPIDLE
+	{
+		int idle = 30, intvl = 10, cnt = 3;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
+#endif
+	if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+		last_errno = errno;
+		close(fd);
+		return KR_IO_ERR;
+	}
+	return fd;
+}
+
+int kr_port_connect_result(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	last_errno = err;
+	return err ? -err : 0;
+}
+
+long kr_port_send(int fd, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = send(fd, buf, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return (long)n;
+	last_errno = errno;
+	return (errno == EAGAIN || errno == EWOULDBLOCK) ? KR_IO_WAIT : KR_IO_ERR;
+}
+
+long kr_port_recv(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = recv(fd, buf, len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return (long)n;
+	last_errno = errno;
+	return (errno == EAGAIN || errno == EWOULDBLOCK) ? KR_IO_WAIT : KR_IO_ERR;
+}
+
+void kr_port_close(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* --- poll ------------------------------------------------------------------------------ */
+
+int kr_port_poll(struct kr_pollfd *fds, int n, int timeout_ms)
+{
+	struct pollfd p[64];
+	int i, r;
+
+	if (n > (int)(sizeof(p) / sizeof(p[0])))
+		return KR_IO_ERR;
+	for (i = 0; i < n; i++) {
+		p[i].fd = fds[i].fd;
+		p[i].events = (short)(((fds[i].want & KR_POLL_IN) ? POLLIN : 0) |
+				      ((fds[i].want & KR_POLL_OUT) ? POLLOUT : 0));
+		p[i].revents = 0;
+	}
+	r = poll(p, (nfds_t)n, timeout_ms);
+	if (r < 0) {
+		last_errno = errno;
+		return errno == EINTR ? 0 : KR_IO_ERR;
+	}
+	for (i = 0; i < n; i++)
+		fds[i].got = (short)(((p[i].revents & POLLIN) ? KR_POLL_IN : 0) |
+				     ((p[i].revents & POLLOUT) ? KR_POLL_OUT : 0) |
+				     ((p[i].revents & (POLLERR | POLLHUP | POLLNVAL)) ? KR_POLL_ERR : 0));
+	return r;
+}
+
+/* --- signals ---------------------------------------------------------------------------- */
+
+int kr_port_signals_open(void)
+{
+	sigset_t set;
+	struct sigaction sa;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		last_errno = errno;
+	return fd;
+}
+
+int kr_port_signal_read(int fd)
+{
+	struct signalfd_siginfo si;
+	ssize_t n;
+
+	do
+		n = read(fd, &si, sizeof(si));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(si))
+		return 0;
+	return (int)si.ssi_signo;
+}
+
+/* --- files -------------------------------------------------------------------------------- */
+
+long kr_port_read_file(const char *path, void *buf, size_t size)
+{
+	size_t got = 0;
+	int fd;
+	char extra;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		last_errno = errno;
+		return errno == ENOENT ? KR_ENOENT : KR_EIO;
+	}
+	for (;;) {
+		ssize_t n = got < size ? read(fd, (char *)buf + got, size - got)
+				       : read(fd, &extra, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			last_errno = errno;
+			close(fd);
+			return KR_EIO;
+		}
+		if (n == 0)
+			break;
+		if (got >= size) {
+			close(fd);
+			return KR_ETOOBIG;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	return (long)got;
+}

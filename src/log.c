@@ -1,0 +1,74 @@
+#include "log.h"
+#include "port.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int max_level = KR_LOG_INFO;
+
+static const char *const level_names[] = { "error", "warn", "info", "debug", "trace" };
+
+void kr_log_set_level(int level)
+{
+	max_level = level;
+}
+
+int kr_log_enabled(int level)
+{
+	return level <= max_level;
+}
+
+__attribute__((format(printf, 4, 0)))
+static int format_line(char *buf, int size, int level, const char *fmt, va_list ap)
+{
+	int n, m;
+
+	if (level < KR_LOG_ERROR)
+		level = KR_LOG_ERROR;
+	if (level > KR_LOG_TRACE)
+		level = KR_LOG_TRACE;
+	n = snprintf(buf, (size_t)size, "kreflect: %s: ", level_names[level]);
+	if (n < 0 || n >= size - 1)
+		return 0;
+	m = vsnprintf(buf + n, (size_t)(size - n), fmt, ap);
+	if (m < 0)
+		m = 0;
+	if (n + m >= size - 1) {
+		/* Cut: keep room for "...\n". */
+		n = size - 5;
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	} else {
+		n += m;
+	}
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return n;
+}
+
+int kr_log_format(char *buf, int size, int level, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = format_line(buf, size, level, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+void kr_log(int level, const char *fmt, ...)
+{
+	char line[KR_LOG_LINE_MAX];
+	va_list ap;
+	int n;
+
+	if (level > max_level)
+		return;
+	va_start(ap, fmt);
+	n = format_line(line, sizeof(line), level, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		kr_port_log_write(line, (size_t)n);
+}

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Runs every test suite for the given build targets and sums their results.
+# Each suite prints its own "N passed, N failed" last; a suite that dies
+# without one counts as one failure. The last line is the total, for CI.
+#
+#   sh tests/run.sh x86_64 asan aarch64 armv7
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+total_pass=0
+total_fail=0
+failed_suites=""
+log_dir=build/test-logs
+mkdir -p "$log_dir"
+
+qemu_for() {
+	case "$1" in
+	aarch64) echo "qemu-aarch64" ;;
+	armv7) echo "qemu-arm" ;;
+	*) echo "" ;;
+	esac
+}
+
+# run_suite NAME COMMAND...: runs it, shows its output, adds its counts.
+run_suite() {
+	name=$1
+	shift
+	log="$log_dir/$(echo "$name" | tr '/ ' '__').log"
+	echo "== $name"
+	"$@" >"$log" 2>&1
+	rc=$?
+	# Show failures and the summary; the whole log stays in build/test-logs/.
+	grep -E '^(FAIL|not ok|ERROR|==[0-9]+==|.*runtime error)' "$log" | head -40
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		tail -20 "$log"
+		echo "$name: exited $rc without a result line"
+		total_fail=$((total_fail + 1))
+		failed_suites="$failed_suites $name"
+		return
+	fi
+	echo "$line"
+	p=$(echo "$line" | sed 's/ passed.*//')
+	f=$(echo "$line" | sed 's/.* passed, \([0-9]*\) failed.*/\1/')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "$name: exited $rc although nothing failed"
+		f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	[ "$f" -eq 0 ] || failed_suites="$failed_suites $name"
+}
+
+for t in "$@"; do
+	q=$(qemu_for "$t")
+	run_suite "unit/$t" $q "build/$t/tests/unit"
+	for r in build/"$t"/tests/replay_*; do
+		[ -x "$r" ] || continue
+		n=${r##*/replay_}
+		run_suite "corpus-$n/$t" $q "$r" "tests/corpus/$n"
+	done
+	if [ -f tests/tls/run.sh ]; then
+		run_suite "tls/$t" sh tests/tls/run.sh "$t"
+	fi
+	if [ "$t" = x86_64 ] && [ -f tests/e2e/run.sh ]; then
+		run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
+	fi
+done
+
+[ -z "$failed_suites" ] || echo "failed suites:$failed_suites"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
