@@ -16,6 +16,9 @@ PORT ?= posix
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
+# Sub-makes run in parallel on every core unless the caller chose -j itself.
+SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc))
+
 VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
 
 # --- dependencies ---------------------------------------------------------------
@@ -120,26 +123,26 @@ MBEDTLS_LIB := $(O)/mbedtls/libmbedtls.a
 all: build/kreflect
 
 build/kreflect: FORCE | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(MAKE) --no-print-directory TARGET=x86_64 target-bin
+	$(Q)$(SUBMAKE) TARGET=x86_64 target-bin
 	$(Q)cp build/x86_64/kreflect build/kreflect
 
 cross: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(MAKE) --no-print-directory TARGET=aarch64 target-bin
-	$(Q)$(MAKE) --no-print-directory TARGET=armv7 target-bin
+	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin
+	$(Q)$(SUBMAKE) TARGET=armv7 target-bin
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
 test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(MAKE) --no-print-directory TARGET=x86_64 target-tests
-	$(Q)$(MAKE) --no-print-directory TARGET=asan target-tests
-	$(Q)$(MAKE) --no-print-directory TARGET=aarch64 target-bin target-tests
-	$(Q)$(MAKE) --no-print-directory TARGET=armv7 target-bin target-tests
+	$(Q)$(SUBMAKE) TARGET=x86_64 target-tests
+	$(Q)$(SUBMAKE) TARGET=asan target-tests
+	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin target-tests
+	$(Q)$(SUBMAKE) TARGET=armv7 target-bin target-tests
 	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
 
 # libFuzzer with ASan+UBSan on every target in tests/fuzz/, FUZZ_SECONDS each,
 # starting from tests/corpus/NAME/ and writing what it learns to build/fuzz/NAME/.
 fuzz: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(MAKE) --no-print-directory TARGET=fuzz target-fuzz
+	$(Q)$(SUBMAKE) TARGET=fuzz target-fuzz
 	$(Q)for n in $(FUZZ_NAMES); do \
 	  mkdir -p build/fuzz-corpus/$$n tests/corpus/$$n; \
 	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
@@ -152,7 +155,7 @@ fuzz: | $(MBEDTLS_STAMP) $(JSMN_H)
 
 # Keeps tests/corpus/NAME minimal: only inputs that add coverage stay.
 fuzz-merge: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(MAKE) --no-print-directory TARGET=fuzz target-fuzz
+	$(Q)$(SUBMAKE) TARGET=fuzz target-fuzz
 	$(Q)for n in $(FUZZ_NAMES); do \
 	  rm -rf build/fuzz-min/$$n && mkdir -p build/fuzz-min/$$n && \
 	  build/fuzz/fuzz/$$n -merge=1 build/fuzz-min/$$n tests/corpus/$$n build/fuzz-corpus/$$n >/dev/null 2>&1 && \
@@ -161,11 +164,14 @@ fuzz-merge: | $(MBEDTLS_STAMP) $(JSMN_H)
 	done
 
 test-cross: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(MAKE) --no-print-directory TARGET=aarch64 target-bin target-tests
-	$(Q)$(MAKE) --no-print-directory TARGET=armv7 target-bin target-tests
+	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin target-tests
+	$(Q)$(SUBMAKE) TARGET=armv7 target-bin target-tests
 	$(Q)sh tests/run.sh aarch64 armv7
 
 FORCE:
+
+# Objects are never intermediate files to be deleted.
+.SECONDARY:
 
 # --- per-target build (called with TARGET set) -------------------------------------------
 

@@ -23,6 +23,7 @@
 #define MBEDTLS_PLATFORM_C
 #define MBEDTLS_PLATFORM_MEMORY
 #define MBEDTLS_MEMORY_BUFFER_ALLOC_C
+#define MBEDTLS_MEMORY_ALIGN_MULTIPLE 16  /* the default 4 misaligns 64-bit headers */
 #define MBEDTLS_NO_PLATFORM_ENTROPY
 #define MBEDTLS_ENTROPY_HARDWARE_ALT    /* kr_port_entropy, in the mbedtls_hardware_poll shape */
 #define MBEDTLS_DEPRECATED_REMOVED
@@ -80,6 +81,7 @@
 #define MBEDTLS_PK_PARSE_C
 #define MBEDTLS_X509_USE_C
 #define MBEDTLS_X509_CRT_PARSE_C
+#define MBEDTLS_X509_RSASSA_PSS_SUPPORT /* TLS 1.3 signs with RSA-PSS */
 
 /* TLS: client only, 1.2 and 1.3. */
 #define MBEDTLS_SSL_TLS_C

@@ -14,7 +14,7 @@
 #include "psa/crypto.h"
 
 /* mbedTLS's only heap: every handshake, record buffer and certificate lives here. */
-static unsigned char tls_heap[KR_TLS_HEAP_SIZE];
+static unsigned char tls_heap[KR_TLS_HEAP_SIZE] __attribute__((aligned(16)));
 
 /* The entropy hook mbedTLS calls by this name (MBEDTLS_ENTROPY_HARDWARE_ALT). */
 int mbedtls_hardware_poll(void *data, unsigned char *output, size_t len, size_t *olen);
@@ -72,6 +72,24 @@ static size_t parse_len(const unsigned char *buf, size_t len)
 	return len;
 }
 
+/*
+ * Signature algorithms in our order of preference. PKCS#1 v1.5 comes before
+ * RSA-PSS because mbedTLS 3.6 verifies PSS only in TLS 1.3: a TLS 1.2 server
+ * that honours the client's order (OpenSSL, Go) then signs with PKCS#1, while
+ * TLS 1.3 (which forbids PKCS#1 signatures in the handshake) still gets PSS.
+ */
+static const uint16_t sig_algs[] = {
+	MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256,
+	MBEDTLS_TLS1_3_SIG_ECDSA_SECP384R1_SHA384,
+	MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA256,
+	MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA384,
+	MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA512,
+	MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA256,
+	MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA384,
+	MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA512,
+	MBEDTLS_TLS1_3_SIG_NONE,
+};
+
 static int fail(char *err, size_t errlen, const char *what, int code)
 {
 	char reason[128];
@@ -100,6 +118,7 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 	mbedtls_ssl_conf_rng(&ctx->conf, mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
 	mbedtls_ssl_conf_min_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_2);
 	mbedtls_ssl_conf_max_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_3);
+	mbedtls_ssl_conf_sig_algs(&ctx->conf, sig_algs);
 
 	ctx->insecure = opts->insecure_skip_verify;
 	if (opts->ca_len > 0) {
@@ -143,6 +162,8 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 			return fail(err, errlen, "unable to use client certificate", r);
 	}
 	mbedtls_ssl_conf_session_tickets(&ctx->conf, MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
+	mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets(
+		&ctx->conf, MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED);
 	ctx->ready = 1;
 	return 0;
 }
@@ -189,6 +210,24 @@ static int on_verify(void *p, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
 	return 0;
 }
 
+/*
+ * Keeps the session the server just offered (a TLS 1.3 ticket, or the TLS 1.2
+ * session) for the next connection. A failed fetch keeps the previous one.
+ */
+static void save_session(struct kr_tls *t)
+{
+	mbedtls_ssl_session s;
+
+	mbedtls_ssl_session_init(&s);
+	if (mbedtls_ssl_get_session(&t->ssl, &s) != 0) {
+		mbedtls_ssl_session_free(&s);
+		return;
+	}
+	mbedtls_ssl_session_free(&t->session);
+	t->session = s;
+	t->have_session = 1;
+}
+
 void kr_tls_init(struct kr_tls *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -233,6 +272,10 @@ int kr_tls_handshake(struct kr_tls *t)
 	if (t->done)
 		return 1;
 	r = mbedtls_ssl_handshake(&t->ssl);
+	if (r == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+		save_session(t);
+		r = mbedtls_ssl_is_handshake_over(&t->ssl) ? 0 : MBEDTLS_ERR_SSL_WANT_READ;
+	}
 	if (r == 0) {
 		t->done = 1;
 		if (t->saw_certificate)
@@ -274,6 +317,7 @@ long kr_tls_read(struct kr_tls *t, void *buf, size_t len)
 			t->want = KR_POLL_OUT;
 			return KR_IO_WAIT;
 		case MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET:
+			save_session(t);
 			continue;
 		default:
 			t->last_error = r;
@@ -314,9 +358,9 @@ void kr_tls_close(struct kr_tls *t)
 	if (t->done) {
 		/* Best effort: the socket is non-blocking and about to be closed. */
 		(void)mbedtls_ssl_close_notify(&t->ssl);
-		mbedtls_ssl_session_free(&t->session);
-		mbedtls_ssl_session_init(&t->session);
-		t->have_session = mbedtls_ssl_get_session(&t->ssl, &t->session) == 0;
+		/* TLS 1.2 sessions are taken here; TLS 1.3 tickets as they arrive. */
+		if (mbedtls_ssl_get_version_number(&t->ssl) == MBEDTLS_SSL_VERSION_TLS1_2)
+			save_session(t);
 	}
 	mbedtls_ssl_free(&t->ssl);
 	t->open = 0;

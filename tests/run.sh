@@ -67,6 +67,10 @@ for t in "$@"; do
 	fi
 done
 
+case " $* " in
+*" x86_64 "*) run_suite build sh tests/build/run.sh ;;
+esac
+
 [ -z "$failed_suites" ] || echo "failed suites:$failed_suites"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

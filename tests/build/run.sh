@@ -1,0 +1,58 @@
+#!/bin/sh
+# Checks on the built artifacts: static linking, --version on every
+# architecture (ARM under qemu-user), the size ceiling, the static memory
+# budget against the binary's real .data + .bss, exported symbols and lint.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# Stripped x86_64 binary ceiling (bytes); the README table has the real figures.
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-409600}
+
+for t in x86_64 aarch64 armv7; do
+	b=build/$t/kreflect
+	case $t in aarch64) q=qemu-aarch64 ;; armv7) q=qemu-arm ;; *) q= ;; esac
+	if [ ! -x "$b" ]; then
+		bad "$t: $b missing"
+		continue
+	fi
+	if file "$b" | grep -q 'statically linked'; then ok "$t: statically linked"; else bad "$t: not static: $(file "$b")"; fi
+	if file "$b" | grep -q 'stripped' && ! file "$b" | grep -q 'not stripped'; then ok "$t: stripped"; else bad "$t: not stripped"; fi
+	v=$($q "$b" --version 2>&1)
+	if echo "$v" | grep -q "^kreflect [0-9]" && echo "$v" | grep -q "target: $t" &&
+		echo "$v" | grep -q "mbedTLS: 3\.6\."; then
+		ok "$t: --version runs ($(echo "$v" | head -1))"
+	else
+		bad "$t: --version: $v"
+	fi
+	$q "$b" --no-such-flag >/dev/null 2>&1
+	rc=$?
+	if [ $rc -eq 2 ]; then ok "$t: unknown flag exits 2"; else bad "$t: unknown flag exited $rc"; fi
+done
+
+size=$(stat -c %s build/x86_64/kreflect 2>/dev/null || echo 0)
+if [ "$size" -gt 0 ] && [ "$size" -le "$MAX_X86_64" ]; then
+	ok "x86_64 binary is $size bytes (ceiling $MAX_X86_64)"
+else
+	bad "x86_64 binary is $size bytes (ceiling $MAX_X86_64)"
+fi
+
+# The printed budget must account for the binary's static memory: every large
+# buffer is in the budget, and the rest (libc, small tables) stays small.
+budget=$(build/x86_64/kreflect --print-budget | awk '$1 == "total" {print $2}')
+databss=$(size build/x86_64/kreflect.unstripped | awk 'NR == 2 {print $2 + $3}')
+slack=$((databss - budget))
+if [ -n "$budget" ] && [ "$slack" -ge 0 ] && [ "$slack" -le 32768 ]; then
+	ok "budget $budget bytes vs .data+.bss $databss bytes (unbudgeted $slack)"
+else
+	bad "budget ${budget:-?} bytes vs .data+.bss $databss bytes: unbudgeted $slack (allowed 0..32768)"
+fi
+
+if make --no-print-directory check-symbols >build/test-logs/check-symbols.log 2>&1; then ok "check-symbols"; else bad "check-symbols: $(cat build/test-logs/check-symbols.log)"; fi
+if make --no-print-directory lint >build/test-logs/lint.log 2>&1; then ok "lint"; else bad "lint: $(cat build/test-logs/lint.log)"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
