@@ -84,7 +84,7 @@ LDHARDEN := -Wl,-z,relro,-z,now,-z,noexecstack
 
 WARN := -Wall -Wextra -Werror -Werror=vla -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Wpointer-arith \
-	-Wundef
+	-Wundef $(if $(filter clang,$(CC)),,-Wno-format-truncation)
 CPPFLAGS := -Iconfig -Iport -Isrc -Ibuild/include $(MBEDTLS_CPPFLAGS) \
 	-D_POSIX_C_SOURCE=200809L -DKR_TARGET='"$(TARGET)"' \
 	-DKR_PORT_$(PORT)=1 $(EXTRA_CPPFLAGS)

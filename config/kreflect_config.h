@@ -50,6 +50,22 @@
 #define KR_RV_MAX 64
 #endif
 
+/* Index buckets: a power of two at least KR_MAX_OBJECTS (chains stay short). */
+#ifndef KR_STORE_BUCKETS
+#define KR_STORE_BUCKETS                                                           \
+	(KR_MAX_OBJECTS <= 256 ? 256u : KR_MAX_OBJECTS <= 1024 ? 1024u :           \
+	 KR_MAX_OBJECTS <= 4096 ? 4096u : KR_MAX_OBJECTS <= 16384 ? 16384u :         \
+	 KR_MAX_OBJECTS <= 65536 ? 65536u : KR_MAX_OBJECTS <= 262144 ? 262144u : 1048576u)
+#endif
+
+/*
+ * Arena bytes kept free: a full arena still frames the next event (and its
+ * metadata) and records the keys of objects it cannot hold.
+ */
+#ifndef KR_STORE_RESERVE
+#define KR_STORE_RESERVE (64u * 1024u)
+#endif
+
 /* --- transport ---------------------------------------------------------------- */
 
 /* Connections open at once: one watch per resource, plus one for lists/discovery. */
@@ -94,6 +110,11 @@
 #define KR_PEM_MAX (256u * 1024u)
 #endif
 
+/* Longest bearer token (service-account tokens are ~1 KiB, OIDC ones a few). */
+#ifndef KR_TOKEN_MAX
+#define KR_TOKEN_MAX 16384
+#endif
+
 /* --- checks ---------------------------------------------------------------------- */
 
 #if KR_MAX_RESOURCES < 1
@@ -119,6 +140,12 @@
 #endif
 #if KR_TLS_HEAP_SIZE < 40u * 1024u
 #error "KR_TLS_HEAP_SIZE below 40 KiB cannot complete a TLS handshake"
+#endif
+#if KR_MAX_OBJECTS > 1048576
+#error "KR_MAX_OBJECTS above 1048576 is not supported by KR_STORE_BUCKETS"
+#endif
+#if KR_STORE_RESERVE * 2 > KR_ARENA_BYTES
+#error "KR_STORE_RESERVE must be at most half of KR_ARENA_BYTES"
 #endif
 #if KR_IO_CHUNK < 512
 #error "KR_IO_CHUNK below 512 bytes makes every read a system call"

@@ -122,6 +122,19 @@ int kr_port_signals_open(void);
 /* Reads one pending signal number from fd; 0 if none is pending. */
 int kr_port_signal_read(int fd);
 
+/* --- output ------------------------------------------------------------------- */
+
+struct kr_iov {
+	const void *base;
+	size_t len;
+};
+
+/*
+ * Writes all of iov[0..n) to fd (retrying partial writes; waiting when fd is
+ * non-blocking and full). Returns 0 or KR_IO_ERR. The iov array is modified.
+ */
+int kr_port_writev_all(int fd, struct kr_iov *iov, int n);
+
 /* --- files ---------------------------------------------------------------------- */
 
 /*

@@ -19,6 +19,7 @@ const char *kr_strerror(int err)
 	case KR_ENOENT: return "not found";
 	case KR_EAUTH: return "authentication failed";
 	case KR_ESTATE: return "invalid state";
+	case KR_ECANCELED: return "cancelled";
 	}
 	return "unknown error";
 }

@@ -25,6 +25,7 @@ enum kr_err {
 	KR_ENOENT = -9,     /* no such file, name or object */
 	KR_EAUTH = -10,     /* credentials refused */
 	KR_ESTATE = -11,    /* call not valid in the current state */
+	KR_ECANCELED = -12, /* abandoned by the caller */
 };
 
 /* A short, static, human-readable name for a KR_E... code (never NULL). */

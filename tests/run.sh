@@ -62,6 +62,7 @@ for t in "$@"; do
 	if [ -f tests/tls/run.sh ]; then
 		run_suite "tls/$t" sh tests/tls/run.sh "$t"
 	fi
+	run_suite "transport/$t" sh tests/transport/run.sh "$t"
 	if [ "$t" = x86_64 ] && [ -f tests/e2e/run.sh ]; then
 		run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
 	fi

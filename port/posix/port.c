@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -376,6 +377,48 @@ int kr_port_signal_read(int fd)
 	if (n != (ssize_t)sizeof(si))
 		return 0;
 	return (int)si.ssi_signo;
+}
+
+/* --- output ------------------------------------------------------------------------- */
+
+int kr_port_writev_all(int fd, struct kr_iov *iov, int n)
+{
+	struct iovec v[8];
+	int i;
+
+	if (n > (int)(sizeof(v) / sizeof(v[0])))
+		return KR_IO_ERR;
+	while (n > 0) {
+		ssize_t w;
+
+		for (i = 0; i < n; i++) {
+			v[i].iov_base = (void *)iov[i].base;
+			v[i].iov_len = iov[i].len;
+		}
+		w = writev(fd, v, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = { fd, POLLOUT, 0 };
+
+				poll(&p, 1, 1000);
+				continue;
+			}
+			last_errno = errno;
+			return KR_IO_ERR;
+		}
+		while (n > 0 && (size_t)w >= iov[0].len) {
+			w -= (ssize_t)iov[0].len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov[0].base = (const char *)iov[0].base + w;
+			iov[0].len -= (size_t)w;
+		}
+	}
+	return 0;
 }
 
 /* --- files -------------------------------------------------------------------------------- */

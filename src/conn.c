@@ -1,0 +1,553 @@
+#include "conn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "log.h"
+#include "port.h"
+
+#define DEFAULT_CONNECT_MS 10000
+#define DEFAULT_IDLE_MS 60000
+/* Reads per readiness callback, so one busy stream cannot starve the others. */
+#define READS_PER_TURN 4
+
+static const char *const state_names[KR_CONN_NSTATES] = {
+	[KR_CONN_IDLE] = "idle",
+	[KR_CONN_RESOLVING] = "resolving",
+	[KR_CONN_CONNECTING] = "connecting",
+	[KR_CONN_HANDSHAKE] = "handshake",
+	[KR_CONN_READY] = "ready",
+	[KR_CONN_SENDING] = "sending",
+	[KR_CONN_RECEIVING] = "receiving",
+};
+
+/*
+ * The deadline column of the state x event table: what a timer firing in
+ * each state means. READY and IDLE have no deadline.
+ */
+static const char *const deadline_reason[KR_CONN_NSTATES] = {
+	[KR_CONN_RESOLVING] = "name lookup timed out",
+	[KR_CONN_CONNECTING] = "TCP connect timed out",
+	[KR_CONN_HANDSHAKE] = "TLS handshake timed out",
+	[KR_CONN_SENDING] = "request write timed out",
+	[KR_CONN_RECEIVING] = "no bytes from the server within the read-idle deadline",
+};
+
+const char *kr_conn_state_name(enum kr_conn_state s)
+{
+	return (unsigned)s < KR_CONN_NSTATES ? state_names[s] : "?";
+}
+
+static void on_ready(struct kr_loop *loop, struct kr_source *s, int got);
+static void on_deadline(struct kr_loop *loop, struct kr_timer *t);
+
+static int conn_pending(struct kr_source *s)
+{
+	struct kr_conn *c = s->arg;
+
+	return c->state == KR_CONN_RECEIVING && c->cfg.tls && kr_tls_pending(&c->tls);
+}
+
+int kr_conn_init(struct kr_conn *c, struct kr_loop *loop, const struct kr_conn_cfg *cfg)
+{
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	if (!c->cfg.connect_timeout_ms)
+		c->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
+	if (!c->cfg.idle_timeout_ms)
+		c->cfg.idle_timeout_ms = DEFAULT_IDLE_MS;
+	if (!c->cfg.server_name[0])
+		memcpy(c->cfg.server_name, c->cfg.host, sizeof(c->cfg.host));
+	c->loop = loop;
+	c->state = KR_CONN_IDLE;
+	c->resolve_fd = -1;
+	c->src.fd = -1;
+	c->src.arg = c;
+	c->src.ready = on_ready;
+	c->src.pending = conn_pending;
+	c->timer.fire = on_deadline;
+	c->timer.arg = c;
+	kr_tls_init(&c->tls);
+	return kr_loop_add(loop, &c->src);
+}
+
+static void arm(struct kr_conn *c, int ms)
+{
+	kr_loop_timer_at(c->loop, &c->timer, kr_port_now_ms() + ms);
+}
+
+/* Tears the socket down; the request (if any) is left to the caller. */
+static void drop_socket(struct kr_conn *c, const char *reason)
+{
+	if (c->resolve_fd >= 0) {
+		kr_port_resolve_finish(c->resolve_fd, 0, NULL, 0, 1);
+		if (c->src.fd == c->resolve_fd)
+			c->src.fd = -1;
+		c->resolve_fd = -1;
+	}
+	if (c->src.fd >= 0) {
+		if (c->cfg.tls)
+			kr_tls_close(&c->tls);
+		kr_port_close(c->src.fd);
+	}
+	c->src.fd = -1;
+	c->src.want = 0;
+	kr_loop_timer_cancel(c->loop, &c->timer);
+	c->state = KR_CONN_IDLE;
+	c->gen++;
+	if (reason)
+		snprintf(c->reason, sizeof(c->reason), "%s", reason);
+}
+
+/*
+ * Ends the request in flight. The state is settled before on_end runs, so
+ * on_end may start the next request on this connection.
+ */
+static void end_request(struct kr_conn *c, int err, const char *reason)
+{
+	void (*on_end)(void *, int, const char *) = c->req.on_end;
+	void *arg = c->req.arg;
+	char why[sizeof(c->reason)];
+
+	snprintf(why, sizeof(why), "%s", reason ? reason : "");
+	c->have_request = 0;
+	c->gen++;
+	if (on_end)
+		on_end(arg, err, why);
+}
+
+/* The connection failed: close it and report to the request, if one waits. */
+static void fail(struct kr_conn *c, int err, const char *reason)
+{
+	char where[sizeof(c->reason)];
+
+	snprintf(where, sizeof(where), "%s:%u: %s", c->cfg.host, (unsigned)c->cfg.port, reason);
+	kr_log(KR_LOG_DEBUG, "connection to %s:%u closed while %s: %s", c->cfg.host,
+	       (unsigned)c->cfg.port, state_names[c->state], reason);
+	drop_socket(c, where);
+	if (c->have_request)
+		end_request(c, err, where);
+}
+
+static void start_sending(struct kr_conn *c)
+{
+	c->state = KR_CONN_SENDING;
+	c->src.want = KR_POLL_OUT;
+	arm(c, c->idle_ms);
+}
+
+static void connected(struct kr_conn *c)
+{
+	if (c->cfg.tls) {
+		if (kr_tls_open(&c->tls, c->cfg.tls, c->src.fd, c->cfg.server_name) != 0) {
+			fail(c, KR_ETLS, "unable to start TLS: out of TLS memory");
+			return;
+		}
+		c->state = KR_CONN_HANDSHAKE;
+		c->src.want = KR_POLL_OUT;
+		return;
+	}
+	c->reused = 0;
+	start_sending(c);
+}
+
+/* Tries addresses from c->addr_index on until a connect starts. */
+static void try_connect(struct kr_conn *c)
+{
+	char addr[64];
+
+	while (c->addr_index < c->naddrs) {
+		int fd = kr_port_tcp_connect(&c->addrs[c->addr_index]);
+
+		if (fd >= 0) {
+			c->src.fd = fd;
+			c->src.want = KR_POLL_OUT;
+			c->state = KR_CONN_CONNECTING;
+			c->connects++;
+			return;
+		}
+		kr_port_addr_format(&c->addrs[c->addr_index], addr, sizeof(addr));
+		kr_log(KR_LOG_DEBUG, "unable to connect to %s: %s", addr, kr_port_last_error());
+		c->addr_index++;
+	}
+	fail(c, KR_EIO, "unable to connect: no address answered");
+}
+
+static void start_connect(struct kr_conn *c)
+{
+	c->addr_index = 0;
+	c->reused = 0;
+	arm(c, c->cfg.connect_timeout_ms);
+	if (kr_port_parse_ip(c->cfg.host, c->cfg.port, &c->addrs[0]) == 0) {
+		c->naddrs = 1;
+		try_connect(c);
+		return;
+	}
+	c->resolve_fd = kr_port_resolve_start(c->cfg.host);
+	if (c->resolve_fd < 0) {
+		fail(c, KR_EIO, "unable to start a name lookup");
+		return;
+	}
+	c->src.fd = c->resolve_fd;
+	c->src.want = KR_POLL_IN;
+	c->state = KR_CONN_RESOLVING;
+}
+
+int kr_conn_request(struct kr_conn *c, const struct kr_request *req)
+{
+	char host[KR_HOST_MAX + 16];
+	int n;
+
+	if (c->have_request)
+		return KR_ESTATE;
+	if (strchr(c->cfg.host, ':'))
+		snprintf(host, sizeof(host), "[%s]:%u", c->cfg.host, (unsigned)c->cfg.port);
+	else if (c->cfg.port == 443)
+		snprintf(host, sizeof(host), "%s", c->cfg.host);
+	else
+		snprintf(host, sizeof(host), "%s:%u", c->cfg.host, (unsigned)c->cfg.port);
+	n = kr_http_write_request(c->reqbuf, sizeof(c->reqbuf), req->method ? req->method : "GET",
+				  host, req->path, req->params, req->nparams, req->bearer_token,
+				  kr_target());
+	if (n < 0)
+		return n;
+	c->reqlen = (size_t)n;
+	c->reqsent = 0;
+	c->req = *req;
+	c->req.params = NULL;          /* already written; not kept */
+	c->req.path = NULL;
+	c->req.bearer_token = NULL;
+	c->have_request = 1;
+	c->retried = 0;
+	c->response_started = 0;
+	c->idle_ms = req->idle_timeout_ms > 0 ? req->idle_timeout_ms : c->cfg.idle_timeout_ms;
+	c->requests++;
+	kr_http_resp_init(&c->resp);
+	if (c->state == KR_CONN_READY) {
+		c->reused = 1;
+		start_sending(c);
+	} else if (c->state == KR_CONN_IDLE) {
+		start_connect(c);
+	}
+	return 0;
+}
+
+void kr_conn_set_idle_timeout(struct kr_conn *c, int idle_ms)
+{
+	if (idle_ms <= 0)
+		return;
+	c->idle_ms = idle_ms;
+	if (c->state == KR_CONN_RECEIVING)
+		arm(c, idle_ms);
+}
+
+void kr_conn_close(struct kr_conn *c, const char *reason)
+{
+	c->have_request = 0;
+	drop_socket(c, reason);
+}
+
+void kr_conn_free(struct kr_conn *c)
+{
+	kr_conn_close(c, NULL);
+	kr_tls_free(&c->tls);
+	kr_loop_remove(c->loop, &c->src);
+}
+
+/*
+ * A kept-alive connection can be closed by the server just as we reuse it.
+ * If no byte of the answer came, the GET is resent once on a new connection.
+ */
+static int retry_stale(struct kr_conn *c)
+{
+	if (!c->reused || c->retried || c->response_started)
+		return 0;
+	kr_log(KR_LOG_DEBUG, "kept-alive connection to %s was closed; reconnecting", c->cfg.host);
+	drop_socket(c, "kept-alive connection closed by the server");
+	c->retried = 1;
+	c->reqsent = 0;
+	kr_http_resp_init(&c->resp);
+	start_connect(c);
+	return 1;
+}
+
+/* --- I/O ---------------------------------------------------------------------------- */
+
+static long conn_read(struct kr_conn *c, void *buf, size_t len)
+{
+	if (c->cfg.tls) {
+		long n = kr_tls_read(&c->tls, buf, len);
+
+		if (n == KR_IO_WAIT)
+			c->src.want = c->tls.want;
+		return n;
+	}
+	return kr_port_recv(c->src.fd, buf, len);
+}
+
+static long conn_write(struct kr_conn *c, const void *buf, size_t len)
+{
+	if (c->cfg.tls) {
+		long n = kr_tls_write(&c->tls, buf, len);
+
+		if (n == KR_IO_WAIT)
+			c->src.want = c->tls.want;
+		return n;
+	}
+	return kr_port_send(c->src.fd, buf, len);
+}
+
+static void describe_io_error(struct kr_conn *c, const char *what, char *buf, size_t size)
+{
+	char tls[160];
+
+	if (c->cfg.tls && c->tls.last_error) {
+		kr_tls_describe(&c->tls, tls, sizeof(tls));
+		snprintf(buf, size, "%s: %s", what, tls);
+	} else {
+		snprintf(buf, size, "%s: %s", what, kr_port_last_error());
+	}
+}
+
+static void do_send(struct kr_conn *c)
+{
+	char why[160];
+
+	while (c->reqsent < c->reqlen) {
+		long n = conn_write(c, c->reqbuf + c->reqsent, c->reqlen - c->reqsent);
+
+		if (n == KR_IO_WAIT) {
+			if (!c->cfg.tls)
+				c->src.want = KR_POLL_OUT;
+			return;
+		}
+		if (n < 0) {
+			if (retry_stale(c))
+				return;
+			describe_io_error(c, "unable to send the request", why, sizeof(why));
+			fail(c, KR_EIO, why);
+			return;
+		}
+		c->reqsent += (size_t)n;
+	}
+	c->state = KR_CONN_RECEIVING;
+	c->src.want = KR_POLL_IN;
+	arm(c, c->idle_ms);
+}
+
+/* A callback refused the response (or closed c itself): close, and say so once. */
+static int abandoned(struct kr_conn *c, unsigned gen)
+{
+	if (gen != c->gen)
+		return 1;
+	drop_socket(c, "request abandoned");
+	if (c->have_request)
+		end_request(c, KR_ECANCELED, "request abandoned");
+	return 1;
+}
+
+/* Feeds n response bytes. Returns 0 to go on reading, 1 when the request ended or was abandoned. */
+static int feed(struct kr_conn *c, size_t n)
+{
+	size_t off = 0;
+	unsigned gen = c->gen;
+
+	c->response_started = 1;
+	for (;;) {
+		const char *body;
+		size_t used = 0, blen = 0;
+		int r = kr_http_resp_feed(&c->resp, c->rbuf + off, n - off, &used, &body, &blen);
+
+		off += used;
+		if (r == 0)
+			return 0;
+		if (r < 0) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "bad HTTP response: %s",
+				 c->resp.error ? c->resp.error : kr_strerror(r));
+			fail(c, KR_EPROTO, why);
+			return 1;
+		}
+		if (r == KR_HTTP_HEAD && c->req.on_head) {
+			if (c->req.on_head(c->req.arg, &c->resp) < 0 || gen != c->gen)
+				return abandoned(c, gen);
+		} else if (r == KR_HTTP_BODY && c->req.on_body) {
+			if (c->req.on_body(c->req.arg, body, blen) < 0 || gen != c->gen)
+				return abandoned(c, gen);
+		} else if (r == KR_HTTP_DONE) {
+			/* No pipelining: bytes after a response mean a confused server. */
+			int keep = c->resp.keep_alive && off == n;
+
+			kr_loop_timer_cancel(c->loop, &c->timer);
+			if (keep) {
+				c->state = KR_CONN_READY;
+				c->src.want = KR_POLL_IN;
+			} else {
+				drop_socket(c, c->resp.keep_alive ? "unexpected bytes after a response"
+								  : "server asked to close");
+			}
+			end_request(c, 0, "complete");
+			return 1;
+		}
+	}
+}
+
+static void do_receive(struct kr_conn *c)
+{
+	char why[160];
+	int turn;
+
+	for (turn = 0; turn < READS_PER_TURN; turn++) {
+		long n = conn_read(c, c->rbuf, sizeof(c->rbuf));
+
+		if (n == KR_IO_WAIT) {
+			if (!c->cfg.tls)
+				c->src.want = KR_POLL_IN;
+			return;
+		}
+		if (n == 0) {
+			int r = kr_http_resp_eof(&c->resp);
+
+			if (r == KR_HTTP_DONE) {
+				drop_socket(c, "server closed after the response");
+				end_request(c, 0, "complete");
+			} else if (r == KR_ECLOSED && retry_stale(c)) {
+				return;
+			} else {
+				snprintf(why, sizeof(why), "connection closed by the server %s",
+					 r == KR_ECLOSED ? "before any response"
+							 : c->resp.error ? c->resp.error : "mid-response");
+				fail(c, KR_ECLOSED, why);
+			}
+			return;
+		}
+		if (n < 0) {
+			if (!c->response_started && retry_stale(c))
+				return;
+			describe_io_error(c, "unable to read the response", why, sizeof(why));
+			fail(c, c->cfg.tls && c->tls.last_error ? KR_ETLS : KR_EIO, why);
+			return;
+		}
+		c->bytes_in += (unsigned long long)n;
+		/* Any byte resets the read-idle deadline (cheap: no system call). */
+		c->timer.deadline = kr_port_now_ms() + c->idle_ms;
+		if (feed(c, (size_t)n))
+			return;
+	}
+}
+
+static void do_handshake(struct kr_conn *c)
+{
+	char why[200];
+	int r = kr_tls_handshake(&c->tls);
+
+	if (r == 0) {
+		c->src.want = c->tls.want;
+		return;
+	}
+	if (r < 0) {
+		char tls[160];
+
+		kr_tls_describe(&c->tls, tls, sizeof(tls));
+		snprintf(why, sizeof(why), "TLS handshake failed: %s", tls);
+		fail(c, KR_ETLS, why);
+		return;
+	}
+	if (c->cfg.tls->insecure)
+		kr_log(KR_LOG_WARN, "TLS certificate of %s NOT verified (--insecure-skip-tls-verify)",
+		       c->cfg.host);
+	kr_log(KR_LOG_DEBUG, "connected to %s:%u with %s %s (%s)", c->cfg.host,
+	       (unsigned)c->cfg.port, kr_tls_version(&c->tls), kr_tls_cipher(&c->tls),
+	       c->tls.saw_certificate ? "full handshake" : "resumed");
+	c->reused = 0;
+	start_sending(c);
+}
+
+static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	struct kr_conn *c = s->arg;
+	char why[160];
+	int r;
+
+	(void)loop;
+	switch (c->state) {
+	case KR_CONN_RESOLVING:
+		r = kr_port_resolve_finish(c->resolve_fd, c->cfg.port, c->addrs, KR_CONN_MAX_ADDRS, 0);
+		if (r == KR_IO_WAIT)
+			return;
+		c->resolve_fd = -1;
+		c->src.fd = -1;
+		if (r <= 0) {
+			snprintf(why, sizeof(why), "unable to resolve host name '%s'", c->cfg.host);
+			fail(c, KR_ENOENT, why);
+			return;
+		}
+		c->naddrs = r;
+		try_connect(c);
+		return;
+	case KR_CONN_CONNECTING:
+		r = kr_port_connect_result(s->fd);
+		if (r != 0) {
+			char addr[64];
+
+			kr_port_addr_format(&c->addrs[c->addr_index], addr, sizeof(addr));
+			kr_log(KR_LOG_DEBUG, "unable to connect to %s: %s", addr, kr_port_last_error());
+			kr_port_close(s->fd);
+			s->fd = -1;
+			if (c->addr_index + 1 < c->naddrs) {
+				c->addr_index++;
+				try_connect(c);
+				return;
+			}
+			snprintf(why, sizeof(why), "unable to connect to %s: %s", addr,
+				 kr_port_last_error());
+			fail(c, KR_EIO, why);
+			return;
+		}
+		connected(c);
+		if (c->state == KR_CONN_HANDSHAKE)
+			do_handshake(c);
+		return;
+	case KR_CONN_HANDSHAKE:
+		do_handshake(c);
+		if (c->state == KR_CONN_SENDING)
+			do_send(c);
+		return;
+	case KR_CONN_SENDING:
+		do_send(c);
+		return;
+	case KR_CONN_RECEIVING:
+		do_receive(c);
+		return;
+	case KR_CONN_READY:
+		/* Nothing is expected between requests: EOF or junk ends the connection. */
+		if (got & (KR_POLL_IN | KR_POLL_ERR)) {
+			long n = conn_read(c, c->rbuf, sizeof(c->rbuf));
+
+			if (n != KR_IO_WAIT)
+				drop_socket(c, n == 0 ? "server closed the idle connection"
+						      : "unexpected bytes on an idle connection");
+		}
+		return;
+	case KR_CONN_IDLE:
+	case KR_CONN_NSTATES:
+		s->want = 0;
+		return;
+	}
+}
+
+static void on_deadline(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_conn *c = t->arg;
+	char why[192];
+
+	(void)loop;
+	if (c->state == KR_CONN_RECEIVING)
+		snprintf(why, sizeof(why), "%s (%d ms)", deadline_reason[c->state], c->idle_ms);
+	else
+		snprintf(why, sizeof(why), "%s", deadline_reason[c->state] ? deadline_reason[c->state]
+									    : "deadline passed");
+	fail(c, KR_ETIMEDOUT, why);
+}

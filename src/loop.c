@@ -1,0 +1,189 @@
+#include "loop.h"
+
+#include <string.h>
+
+#include "kreflect.h"
+
+void kr_loop_init(struct kr_loop *loop)
+{
+	memset(loop, 0, sizeof(*loop));
+	loop->signals.fd = -1;
+}
+
+static void signal_ready(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	int sig;
+
+	(void)got;
+	while ((sig = kr_port_signal_read(s->fd)) > 0)
+		if (loop->on_signal)
+			loop->on_signal(loop, sig, loop->signal_arg);
+}
+
+int kr_loop_signals(struct kr_loop *loop, void (*fn)(struct kr_loop *, int, void *), void *arg)
+{
+	int fd = kr_port_signals_open();
+
+	if (fd < 0)
+		return KR_EIO;
+	loop->on_signal = fn;
+	loop->signal_arg = arg;
+	loop->signals.fd = fd;
+	loop->signals.want = KR_POLL_IN;
+	loop->signals.ready = signal_ready;
+	return kr_loop_add(loop, &loop->signals);
+}
+
+int kr_loop_add(struct kr_loop *loop, struct kr_source *s)
+{
+	if (s->registered)
+		return 0;
+	if (loop->nsources == KR_LOOP_MAX_SOURCES)
+		return KR_ENOSPC;
+	loop->sources[loop->nsources++] = s;
+	s->registered = 1;
+	return 0;
+}
+
+void kr_loop_remove(struct kr_loop *loop, struct kr_source *s)
+{
+	int i;
+
+	for (i = 0; i < loop->nsources; i++)
+		if (loop->sources[i] == s) {
+			loop->sources[i] = loop->sources[--loop->nsources];
+			break;
+		}
+	s->registered = 0;
+}
+
+int kr_loop_timer_at(struct kr_loop *loop, struct kr_timer *t, kr_ms_t deadline)
+{
+	if (!t->armed) {
+		if (loop->ntimers == KR_LOOP_MAX_TIMERS)
+			return KR_ENOSPC;
+		loop->timers[loop->ntimers++] = t;
+		t->armed = 1;
+	}
+	t->deadline = deadline;
+	return 0;
+}
+
+void kr_loop_timer_cancel(struct kr_loop *loop, struct kr_timer *t)
+{
+	int i;
+
+	if (!t->armed)
+		return;
+	for (i = 0; i < loop->ntimers; i++)
+		if (loop->timers[i] == t) {
+			loop->timers[i] = loop->timers[--loop->ntimers];
+			break;
+		}
+	t->armed = 0;
+}
+
+/* Milliseconds until the nearest deadline: 0 if one is due, -1 if none is armed. */
+static int next_wait(const struct kr_loop *loop, kr_ms_t now)
+{
+	kr_ms_t nearest = -1;
+	int i;
+
+	for (i = 0; i < loop->ntimers; i++)
+		if (nearest < 0 || loop->timers[i]->deadline < nearest)
+			nearest = loop->timers[i]->deadline;
+	if (nearest < 0)
+		return -1;
+	if (nearest <= now)
+		return 0;
+	/* Deadlines further than ~24 days wait in steps: poll takes an int. */
+	return nearest - now > 0x7fffffff ? 0x7fffffff : (int)(nearest - now);
+}
+
+static int fire_due(struct kr_loop *loop, kr_ms_t now)
+{
+	struct kr_timer *due[KR_LOOP_MAX_TIMERS];
+	int i, n = 0, calls = 0;
+
+	/* Snapshot first: callbacks may arm, re-arm or cancel any timer. */
+	for (i = 0; i < loop->ntimers; i++)
+		if (loop->timers[i]->deadline <= now)
+			due[n++] = loop->timers[i];
+	for (i = 0; i < n; i++) {
+		/* Skip one cancelled or moved into the future by an earlier callback. */
+		if (!due[i]->armed || due[i]->deadline > now)
+			continue;
+		kr_loop_timer_cancel(loop, due[i]);
+		due[i]->fire(loop, due[i]);
+		calls++;
+	}
+	return calls;
+}
+
+int kr_loop_once(struct kr_loop *loop, int max_wait_ms)
+{
+	struct kr_pollfd fds[KR_LOOP_MAX_SOURCES];
+	struct kr_source *owner[KR_LOOP_MAX_SOURCES];
+	int pending[KR_LOOP_MAX_SOURCES];
+	int i, n = 0, npending = 0, r, wait, calls = 0;
+	kr_ms_t now = kr_port_now_ms();
+
+	for (i = 0; i < loop->nsources; i++) {
+		struct kr_source *s = loop->sources[i];
+
+		pending[i] = s->pending && s->pending(s);
+		npending += pending[i];
+		if (s->fd < 0 || !s->want)
+			continue;
+		fds[n].fd = s->fd;
+		fds[n].want = (short)s->want;
+		fds[n].got = 0;
+		owner[n++] = s;
+	}
+	wait = next_wait(loop, now);
+	if (max_wait_ms >= 0 && (wait < 0 || wait > max_wait_ms))
+		wait = max_wait_ms;
+	if (npending)
+		wait = 0;
+	loop->passes++;
+	r = kr_port_poll(fds, n, wait);
+	if (r < 0)
+		return KR_EIO;
+	if (r > 0)
+		loop->wakeups++;
+	/* Buffered bytes first: they arrived before anything the socket holds. */
+	if (npending) {
+		struct kr_source *ps[KR_LOOP_MAX_SOURCES];
+		int np = 0, j;
+
+		for (i = 0; i < loop->nsources; i++)
+			if (pending[i])
+				ps[np++] = loop->sources[i];
+		for (j = 0; j < np; j++) {
+			if (!ps[j]->registered)
+				continue;
+			ps[j]->ready(loop, ps[j], KR_POLL_IN);
+			calls++;
+			/* Its socket readiness (if any) is stale now: it read what it could. */
+			for (i = 0; i < n; i++)
+				if (owner[i] == ps[j])
+					fds[i].got = 0;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (!fds[i].got || !owner[i]->registered || owner[i]->fd != fds[i].fd)
+			continue;
+		owner[i]->ready(loop, owner[i], fds[i].got);
+		calls++;
+	}
+	calls += fire_due(loop, kr_port_now_ms());
+	return calls;
+}
+
+int kr_loop_run(struct kr_loop *loop)
+{
+	while (!loop->stop)
+		if (kr_loop_once(loop, -1) < 0)
+			return KR_EIO;
+	return 0;
+}

@@ -1,0 +1,92 @@
+/*
+ * The single poll() loop.
+ *
+ * Sources (a descriptor, what it waits for, and a callback) and timers
+ * (absolute monotonic deadlines) are structs the caller owns and registers.
+ * Each pass rebuilds the pollfd set from the sources' current `want`, sleeps
+ * exactly until the nearest deadline (forever if there is none: no periodic
+ * wake-ups), and never sleeps while a source reports bytes already buffered
+ * above the socket (mbedTLS's decrypted records). Signals arrive through a
+ * descriptor and are dispatched from inside the loop like any other event.
+ */
+#ifndef KR_LOOP_H
+#define KR_LOOP_H
+
+#include "port.h"
+
+#ifndef KR_LOOP_MAX_SOURCES
+#define KR_LOOP_MAX_SOURCES 32     /* connections, the signal fd, resolvers, children */
+#endif
+#ifndef KR_LOOP_MAX_TIMERS
+#define KR_LOOP_MAX_TIMERS 64      /* per connection, per resource, debounce, ... */
+#endif
+
+struct kr_loop;
+
+struct kr_source {
+	int fd;                        /* -1: not polled this pass */
+	int want;                      /* KR_POLL_IN | KR_POLL_OUT; 0: not polled */
+	/* Nonzero if bytes are buffered above fd (may be NULL). */
+	int (*pending)(struct kr_source *s);
+	/* Called with what poll() reported (KR_POLL_*), or KR_POLL_IN when pending. */
+	void (*ready)(struct kr_loop *loop, struct kr_source *s, int got);
+	void *arg;
+	int registered;
+};
+
+struct kr_timer {
+	kr_ms_t deadline;              /* absolute, on kr_port_now_ms()'s clock */
+	void (*fire)(struct kr_loop *loop, struct kr_timer *t);
+	void *arg;
+	int armed;
+};
+
+struct kr_loop {
+	struct kr_source *sources[KR_LOOP_MAX_SOURCES];
+	int nsources;
+	struct kr_timer *timers[KR_LOOP_MAX_TIMERS];
+	int ntimers;
+	struct kr_source signals;      /* the signal descriptor, when opened */
+	void (*on_signal)(struct kr_loop *loop, int sig, void *arg);
+	void *signal_arg;
+	int stop;                      /* set to leave kr_loop_run */
+	unsigned long wakeups;         /* poll() returns, for the idle test */
+	unsigned long passes;          /* loop passes, counting pending-only ones */
+};
+
+/* Makes an empty loop; cannot fail. */
+void kr_loop_init(struct kr_loop *loop);
+
+/*
+ * Opens the signal descriptor (SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1,
+ * SIGUSR2 blocked and delivered through it; SIGPIPE ignored) and calls fn
+ * for each signal from inside the loop. Returns 0 or KR_EIO.
+ */
+int kr_loop_signals(struct kr_loop *loop, void (*fn)(struct kr_loop *, int, void *), void *arg);
+
+/* Registers s (owned by the caller until removed). Returns 0 or KR_ENOSPC. */
+int kr_loop_add(struct kr_loop *loop, struct kr_source *s);
+
+/* Unregisters s; harmless if it is not registered. */
+void kr_loop_remove(struct kr_loop *loop, struct kr_source *s);
+
+/*
+ * Arms t to fire at the absolute time deadline (re-arming moves it).
+ * Returns 0 or KR_ENOSPC when KR_LOOP_MAX_TIMERS timers are armed.
+ */
+int kr_loop_timer_at(struct kr_loop *loop, struct kr_timer *t, kr_ms_t deadline);
+
+/* Disarms t; harmless if it is not armed. */
+void kr_loop_timer_cancel(struct kr_loop *loop, struct kr_timer *t);
+
+/*
+ * One pass: waits at most max_wait_ms (-1: until the nearest deadline or
+ * event) and dispatches what is ready, then due timers. Returns the number
+ * of callbacks made, or KR_EIO if poll() failed.
+ */
+int kr_loop_once(struct kr_loop *loop, int max_wait_ms);
+
+/* Runs passes until loop->stop is set. Returns 0, or KR_EIO if poll() failed. */
+int kr_loop_run(struct kr_loop *loop);
+
+#endif /* KR_LOOP_H */

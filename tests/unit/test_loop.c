@@ -1,0 +1,173 @@
+#include <string.h>
+#include <unistd.h>
+
+#include "kreflect.h"
+#include "loop.h"
+#include "test.h"
+
+static int order[8], norder;
+
+static void record(struct kr_loop *loop, struct kr_timer *t)
+{
+	(void)loop;
+	order[norder++] = (int)(long)t->arg;
+}
+
+KR_TEST(loop, timers_fire_in_deadline_order_once)
+{
+	struct kr_loop loop;
+	struct kr_timer a = { 0 }, b = { 0 }, c = { 0 };
+	kr_ms_t now = kr_port_now_ms();
+
+	kr_loop_init(&loop);
+	norder = 0;
+	a.fire = b.fire = c.fire = record;
+	a.arg = (void *)1L;
+	b.arg = (void *)2L;
+	c.arg = (void *)3L;
+	check(kr_loop_timer_at(&loop, &a, now + 30) == 0);
+	check(kr_loop_timer_at(&loop, &b, now + 10) == 0);
+	check(kr_loop_timer_at(&loop, &c, now + 20) == 0);
+	while (norder < 3)
+		check(kr_loop_once(&loop, 1000) >= 0);
+	check(order[0] == 2 && order[1] == 3 && order[2] == 1);
+	check(loop.ntimers == 0);
+	check(!a.armed && !b.armed && !c.armed);
+	return 0;
+}
+
+KR_TEST(loop, cancelled_and_moved_timers)
+{
+	struct kr_loop loop;
+	struct kr_timer a = { 0 }, b = { 0 };
+	kr_ms_t now = kr_port_now_ms();
+
+	kr_loop_init(&loop);
+	norder = 0;
+	a.fire = b.fire = record;
+	a.arg = (void *)1L;
+	b.arg = (void *)2L;
+	kr_loop_timer_at(&loop, &a, now + 5);
+	kr_loop_timer_at(&loop, &b, now + 5);
+	kr_loop_timer_cancel(&loop, &a);
+	kr_loop_timer_cancel(&loop, &a);            /* twice is harmless */
+	kr_loop_timer_at(&loop, &b, now + 40);      /* re-arming moves, not duplicates */
+	check(loop.ntimers == 1);
+	kr_loop_once(&loop, 20);
+	check(norder == 0);
+	while (norder < 1)
+		kr_loop_once(&loop, 1000);
+	check(norder == 1 && order[0] == 2);
+	check(kr_port_now_ms() >= now + 40);
+	return 0;
+}
+
+KR_TEST(loop, timer_capacity_is_bounded)
+{
+	static struct kr_timer t[KR_LOOP_MAX_TIMERS + 1];
+	struct kr_loop loop;
+	int i;
+
+	kr_loop_init(&loop);
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < KR_LOOP_MAX_TIMERS; i++)
+		check(kr_loop_timer_at(&loop, &t[i], 1000000 + i) == 0);
+	check(kr_loop_timer_at(&loop, &t[KR_LOOP_MAX_TIMERS], 5) == KR_ENOSPC);
+	check(!t[KR_LOOP_MAX_TIMERS].armed);
+	return 0;
+}
+
+static int readable_calls;
+
+static void on_pipe(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	char b[16];
+
+	(void)loop;
+	readable_calls++;
+	if (got & KR_POLL_IN)
+		(void)!read(s->fd, b, sizeof(b));
+}
+
+KR_TEST(loop, idle_wait_sleeps_until_deadline_without_wakeups)
+{
+	struct kr_loop loop;
+	struct kr_source s = { 0 };
+	struct kr_timer t = { 0 };
+	int p[2];
+	kr_ms_t start = kr_port_now_ms();
+
+	check(pipe(p) == 0);
+	kr_loop_init(&loop);
+	s.fd = p[0];
+	s.want = KR_POLL_IN;
+	s.ready = on_pipe;
+	check(kr_loop_add(&loop, &s) == 0);
+	norder = 0;
+	t.fire = record;
+	kr_loop_timer_at(&loop, &t, start + 300);
+	/* One pass: nothing is readable, so the only return is the deadline. */
+	check(kr_loop_once(&loop, -1) == 1);
+	check(norder == 1);
+	check(kr_port_now_ms() - start >= 300);
+	check(loop.wakeups == 0);
+	check(loop.passes == 1);
+	check(write(p[1], "x", 1) == 1);
+	check(kr_loop_once(&loop, -1) == 1);
+	check(readable_calls == 1 && loop.wakeups == 1);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
+static int pending_left;
+
+static int has_pending(struct kr_source *s)
+{
+	(void)s;
+	return pending_left > 0;
+}
+
+static void drain_pending(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	(void)loop;
+	(void)s;
+	(void)got;
+	pending_left--;
+}
+
+KR_TEST(loop, never_sleeps_while_bytes_are_pending)
+{
+	struct kr_loop loop;
+	struct kr_source s = { 0 };
+	kr_ms_t start = kr_port_now_ms();
+
+	kr_loop_init(&loop);
+	s.fd = -1;
+	s.pending = has_pending;
+	s.ready = drain_pending;
+	kr_loop_add(&loop, &s);
+	pending_left = 3;
+	/* Would sleep 5 s per pass if pending bytes were ignored. */
+	while (pending_left > 0)
+		check(kr_loop_once(&loop, 5000) == 1);
+	check(kr_port_now_ms() - start < 1000);
+	return 0;
+}
+
+KR_TEST(loop, source_capacity_and_removal)
+{
+	static struct kr_source s[KR_LOOP_MAX_SOURCES + 1];
+	struct kr_loop loop;
+	int i;
+
+	kr_loop_init(&loop);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < KR_LOOP_MAX_SOURCES; i++)
+		check(kr_loop_add(&loop, &s[i]) == 0);
+	check(kr_loop_add(&loop, &s[KR_LOOP_MAX_SOURCES]) == KR_ENOSPC);
+	kr_loop_remove(&loop, &s[3]);
+	check(!s[3].registered && loop.nsources == KR_LOOP_MAX_SOURCES - 1);
+	check(kr_loop_add(&loop, &s[KR_LOOP_MAX_SOURCES]) == 0);
+	return 0;
+}
