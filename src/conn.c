@@ -410,7 +410,11 @@ static void do_receive(struct kr_conn *c)
 		if (n == 0) {
 			int r = kr_http_resp_eof(&c->resp);
 
-			if (r == KR_HTTP_DONE) {
+			/* A body that ends at the close is whole only if TLS says so. */
+			if (r == KR_HTTP_DONE && c->cfg.tls && c->tls.unclean_eof &&
+			    !c->resp.chunked && c->resp.content_length < 0) {
+				fail(c, KR_EPROTO, "TLS closed without close_notify: the body may be cut short");
+			} else if (r == KR_HTTP_DONE) {
 				drop_socket(c, "server closed after the response");
 				end_request(c, 0, "complete");
 			} else if (r == KR_ECLOSED && retry_stale(c)) {

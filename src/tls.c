@@ -249,6 +249,7 @@ int kr_tls_open(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *se
 	t->want = KR_POLL_OUT;
 	t->last_error = 0;
 	t->saw_certificate = 0;
+	t->unclean_eof = 0;
 	r = mbedtls_ssl_setup(&t->ssl, &ctx->conf);
 	if (r == 0)
 		r = mbedtls_ssl_set_hostname(&t->ssl, server_name);

@@ -1,0 +1,1132 @@
+#include "json.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kreflect.h"
+
+/* jsmn lives in this translation unit only, with every symbol static. */
+#define JSMN_STATIC
+#define JSMN_STRICT
+#define JSMN_PARENT_LINKS
+#include <jsmn.h>
+
+_Static_assert(sizeof(kr_json_tok) == sizeof(jsmntok_t), "kr_json_tok must match jsmntok_t");
+_Static_assert(sizeof(jsmntype_t) == sizeof(int), "jsmntype_t must be int-sized");
+_Static_assert(offsetof(kr_json_tok, type) == offsetof(jsmntok_t, type), "type");
+_Static_assert(offsetof(kr_json_tok, start) == offsetof(jsmntok_t, start), "start");
+_Static_assert(offsetof(kr_json_tok, end) == offsetof(jsmntok_t, end), "end");
+_Static_assert(offsetof(kr_json_tok, size) == offsetof(jsmntok_t, size), "size");
+_Static_assert(offsetof(kr_json_tok, parent) == offsetof(jsmntok_t, parent), "parent");
+_Static_assert(KR_JSON_T_OBJECT == (int)JSMN_OBJECT && KR_JSON_T_ARRAY == (int)JSMN_ARRAY &&
+	       KR_JSON_T_STRING == (int)JSMN_STRING &&
+	       KR_JSON_T_PRIMITIVE == (int)JSMN_PRIMITIVE, "token types must match jsmn's");
+
+static int is_ws(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* --- the framing core -------------------------------------------------------------- */
+
+enum framer_state {
+	F_BETWEEN = 0,  /* between objects: whitespace or '{' */
+	F_VALUE,        /* inside an object, outside strings */
+	F_STRING,       /* inside a string */
+	F_ESC,          /* after a backslash in a string */
+	F_FAILED,
+};
+
+/* The bytes that matter outside strings; everything else is passed over. */
+static const unsigned char structural[256] = {
+	['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1,
+};
+
+#define ONES ((size_t)-1 / 255)
+#define HIGHS (ONES * 0x80)
+/* Nonzero if some byte of word v is zero (exact as a yes/no, whatever the byte order). */
+#define HAS_ZERO(v) (((v) - ONES) & ~(v) & HIGHS)
+
+/*
+ * First '"' or '\\' in [p, end), or end. Strings are most of a Kubernetes
+ * object, so this looks at a word at a time and only then at single bytes.
+ */
+static const char *string_stop(const char *p, const char *end)
+{
+	while ((size_t)(end - p) >= sizeof(size_t)) {
+		size_t v;
+
+		memcpy(&v, p, sizeof(v));
+		if (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')))
+			break;
+		p += sizeof(size_t);
+	}
+	while (p < end && *p != '"' && *p != '\\')
+		p++;
+	return p;
+}
+
+/*
+ * Advances f through buf[0..len) of the value being framed: an object or
+ * array (state F_VALUE, depth 0 before its opening bracket) or a lone string
+ * (state F_STRING, depth 0). Returns the bytes that belong to the value and
+ * sets *done when its last byte was among them.
+ */
+static size_t scan(struct kr_json_framer *f, const char *buf, size_t len, int *done)
+{
+	const char *p = buf, *end = buf + len;
+	size_t depth = f->depth;
+	unsigned char st = f->state;
+
+	*done = 0;
+	while (p < end) {
+		if (st == F_STRING) {
+			p = string_stop(p, end);
+			if (p == end)
+				break;
+			if (*p++ == '\\') {
+				st = F_ESC;
+			} else {
+				st = F_VALUE;
+				if (depth == 0) {
+					*done = 1;
+					break;
+				}
+			}
+		} else if (st == F_ESC) {
+			/* Whatever follows a backslash cannot end the string. */
+			p++;
+			st = F_STRING;
+		} else {
+			char c;
+
+			while (p < end && !structural[(unsigned char)*p])
+				p++;
+			if (p == end)
+				break;
+			c = *p++;
+			if (c == '"') {
+				st = F_STRING;
+			} else if (c == '{' || c == '[') {
+				depth++;
+			} else if (depth <= 1) {
+				depth = 0;
+				*done = 1;
+				break;
+			} else {
+				depth--;
+			}
+		}
+	}
+	f->depth = depth;
+	f->state = st;
+	return (size_t)(p - buf);
+}
+
+/* Starts framing a value in f at its first byte. */
+static void begin(struct kr_json_framer *f, unsigned char state)
+{
+	f->len = 0;
+	f->size = 0;
+	f->skipped_bytes = 0;
+	f->depth = 0;
+	f->overflow = 0;
+	f->state = state;
+}
+
+/* Appends src[0..n) of the current object to the output, as far as it fits. */
+static void put(struct kr_json_framer *f, const char *src, size_t n)
+{
+	if (n == 0)
+		return;
+	if (!f->overflow) {
+		size_t room = f->cap - f->len;
+
+		if (n <= room) {
+			memcpy(f->dst + f->len, src, n);
+			f->len += n;
+		} else {
+			if (room)
+				memcpy(f->dst + f->len, src, room);
+			f->len = f->cap;
+			f->overflow = 1;
+		}
+	}
+	/* Saturates rather than wraps on a 32-bit target fed an endless object. */
+	f->size = f->size > SIZE_MAX - n ? SIZE_MAX : f->size + n;
+}
+
+/* The outcome of a value that just closed. */
+static int finish(struct kr_json_framer *f)
+{
+	if (f->overflow) {
+		f->skipped_bytes = f->size;
+		return KR_JSON_SKIPPED;
+	}
+	return KR_JSON_OBJECT;
+}
+
+static int framer_fail(struct kr_json_framer *f, int err, const char *why)
+{
+	f->state = F_FAILED;
+	f->err = err;
+	f->error = why;
+	return err;
+}
+
+void kr_json_framer_init(struct kr_json_framer *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->state = F_BETWEEN;
+}
+
+void kr_json_framer_set_output(struct kr_json_framer *f, char *dst, size_t cap)
+{
+	f->dst = dst;
+	f->cap = dst ? cap : 0;
+	if (f->state != F_BETWEEN && f->state != F_FAILED) {
+		/* Half an object went to the old buffer: this one cannot be whole. */
+		f->len = 0;
+		f->overflow = 1;
+	}
+}
+
+int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
+			size_t *consumed)
+{
+	size_t p = 0, n;
+	int done;
+
+	*consumed = 0;
+	if (f->state == F_FAILED)
+		return f->err;
+	if (len == 0)
+		return 0;
+	if (f->state == F_BETWEEN) {
+		while (p < len && is_ws(buf[p]))
+			p++;
+		*consumed = p;
+		if (p == len)
+			return 0;
+		if (buf[p] != '{')
+			return framer_fail(f, KR_EPROTO, buf[p] == '}' || buf[p] == ']'
+					   ? "closing bracket without an open object"
+					   : "expected '{' between objects");
+		begin(f, F_VALUE);
+	}
+	n = scan(f, buf + p, len - p, &done);
+	if (done && buf[p + n - 1] != '}') {
+		*consumed = p + n - 1;
+		return framer_fail(f, KR_EPROTO, "']' closes an object");
+	}
+	put(f, buf + p, n);
+	*consumed = p + n;
+	if (!done)
+		return 0;
+	f->state = F_BETWEEN;
+	return finish(f);
+}
+
+int kr_json_framer_eof(struct kr_json_framer *f)
+{
+	switch (f->state) {
+	case F_BETWEEN:
+		return 0;
+	case F_FAILED:
+		return f->err;
+	case F_VALUE:
+		return framer_fail(f, KR_EPROTO, "stream ended inside an object");
+	default:
+		return framer_fail(f, KR_EPROTO, "stream ended inside a string");
+	}
+}
+
+/* --- unescaping ------------------------------------------------------------------- */
+
+static int hex4(const char *p)
+{
+	int i, v = 0;
+
+	for (i = 0; i < 4; i++) {
+		char c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * Decodes the escape at p (p[0] is the backslash) into out as UTF-8. Returns
+ * the bytes of input it used (2, 6, or 12 for a surrogate pair) and sets *olen,
+ * or KR_EPROTO for a bad or truncated escape or a lone surrogate.
+ */
+static int decode_escape(const char *p, const char *end, char out[4], int *olen)
+{
+	long cp;
+	int used = 6;
+
+	if (end - p < 2 || p[0] != '\\')
+		return KR_EPROTO;
+	*olen = 1;
+	switch (p[1]) {
+	case '"': out[0] = '"'; return 2;
+	case '\\': out[0] = '\\'; return 2;
+	case '/': out[0] = '/'; return 2;
+	case 'b': out[0] = '\b'; return 2;
+	case 'f': out[0] = '\f'; return 2;
+	case 'n': out[0] = '\n'; return 2;
+	case 'r': out[0] = '\r'; return 2;
+	case 't': out[0] = '\t'; return 2;
+	case 'u': break;
+	default: return KR_EPROTO;
+	}
+	if (end - p < 6 || (cp = hex4(p + 2)) < 0)
+		return KR_EPROTO;
+	if (cp >= 0xDC00 && cp <= 0xDFFF)
+		return KR_EPROTO;
+	if (cp >= 0xD800 && cp <= 0xDBFF) {
+		int lo;
+
+		if (end - p < 12 || p[6] != '\\' || p[7] != 'u')
+			return KR_EPROTO;
+		lo = hex4(p + 8);
+		if (lo < 0xDC00 || lo > 0xDFFF)
+			return KR_EPROTO;
+		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+		used = 12;
+	}
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+	} else if (cp < 0x800) {
+		out[0] = (char)(0xC0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3F));
+		*olen = 2;
+	} else if (cp < 0x10000) {
+		out[0] = (char)(0xE0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		out[2] = (char)(0x80 | (cp & 0x3F));
+		*olen = 3;
+	} else {
+		out[0] = (char)(0xF0 | (cp >> 18));
+		out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+		out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		out[3] = (char)(0x80 | (cp & 0x3F));
+		*olen = 4;
+	}
+	return used;
+}
+
+/*
+ * Unescapes raw[0..n) (string contents without quotes) into out[0..size),
+ * NUL-terminated. out may be raw itself: the text only shrinks. Returns the
+ * length, KR_ETOOBIG or KR_EPROTO.
+ */
+static int unescape_span(const char *raw, size_t n, char *out, size_t size)
+{
+	size_t i = 0, o = 0;
+
+	if (size == 0)
+		return KR_ETOOBIG;
+	if (n > INT_MAX)
+		return KR_ETOOBIG;
+	while (i < n) {
+		const char *bs = memchr(raw + i, '\\', n - i);
+		size_t run = bs ? (size_t)(bs - (raw + i)) : n - i;
+		char tmp[4];
+		int used, tl;
+
+		if (run >= size - o)
+			return KR_ETOOBIG;
+		memmove(out + o, raw + i, run);
+		o += run;
+		i += run;
+		if (!bs)
+			break;
+		used = decode_escape(raw + i, raw + n, tmp, &tl);
+		if (used < 0)
+			return used;
+		if ((size_t)tl >= size - o)
+			return KR_ETOOBIG;
+		memcpy(out + o, tmp, (size_t)tl);
+		o += (size_t)tl;
+		i += (size_t)used;
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+/* Nonzero if raw[0..n) unescaped equals s[0..slen). */
+static int eq_unescaped(const char *raw, size_t n, const char *s, size_t slen)
+{
+	size_t i = 0, j = 0;
+
+	while (i < n) {
+		const char *bs = memchr(raw + i, '\\', n - i);
+		size_t run = bs ? (size_t)(bs - (raw + i)) : n - i;
+		char tmp[4];
+		int used, tl;
+
+		if (run > slen - j || memcmp(raw + i, s + j, run) != 0)
+			return 0;
+		i += run;
+		j += run;
+		if (!bs)
+			break;
+		used = decode_escape(raw + i, raw + n, tmp, &tl);
+		if (used < 0 || (size_t)tl > slen - j || memcmp(tmp, s + j, (size_t)tl) != 0)
+			return 0;
+		i += (size_t)used;
+		j += (size_t)tl;
+	}
+	return j == slen;
+}
+
+/* --- list items framer --------------------------------------------------------------- */
+
+enum items_state {
+	L_START = 0,    /* before the list object */
+	L_OPEN_KEY,     /* after '{': a key or '}' */
+	L_KEY,          /* after ',': a key */
+	L_KEY_STR,      /* inside a key */
+	L_KEY_ESC,      /* after a backslash in a key */
+	L_COLON,
+	L_VALUE,        /* the first byte of a value */
+	L_SKIP,         /* inside a value nobody asked for (the core scans it) */
+	L_PRIM,         /* inside a number, true, false or null */
+	L_AFTER,        /* after a value: ',' or '}' */
+	L_ITEMS_FIRST,  /* after "items":[ */
+	L_ITEMS_NEXT,   /* after an item: ',' or ']' */
+	L_ITEMS_ELEM,   /* after ',' in items: an object */
+	L_ITEM,         /* inside an item (the core copies it) */
+	L_FIELD,        /* inside a metadata string we keep */
+	L_FIELD_ESC,
+	L_NUM,          /* inside remainingItemCount */
+	L_DONE,         /* the list object closed */
+	L_FAILED,
+};
+
+enum items_key {
+	K_OTHER = 0,
+	K_ITEMS,
+	K_METADATA,
+	K_RV,
+	K_CONTINUE,
+	K_REMAINING,
+};
+
+static int items_fail(struct kr_json_items *it, int err, const char *why)
+{
+	it->state = L_FAILED;
+	it->err = err;
+	it->error = why;
+	return err;
+}
+
+static int key_is(const struct kr_json_items *it, const char *name)
+{
+	size_t n = strlen(name);
+
+	return it->klen == n && memcmp(it->kbuf, name, n) == 0;
+}
+
+static unsigned char classify_key(const struct kr_json_items *it)
+{
+	if (it->level == 1) {
+		if (key_is(it, "items"))
+			return K_ITEMS;
+		if (key_is(it, "metadata"))
+			return K_METADATA;
+	} else {
+		if (key_is(it, "resourceVersion"))
+			return K_RV;
+		if (key_is(it, "continue"))
+			return K_CONTINUE;
+		if (key_is(it, "remainingItemCount"))
+			return K_REMAINING;
+	}
+	return K_OTHER;
+}
+
+static void key_byte(struct kr_json_items *it, char c)
+{
+	/* A key longer than kbuf gets klen past it, so it matches nothing. */
+	if (it->klen < sizeof(it->kbuf))
+		it->kbuf[it->klen] = c;
+	if (it->klen <= sizeof(it->kbuf))
+		it->klen++;
+}
+
+static int prim_byte(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       c == '-' || c == '+' || c == '.';
+}
+
+/* Dispatches on the first byte of a value; returns bytes used (0 or 1) or an error. */
+static int items_value(struct kr_json_items *it, char c)
+{
+	int known_null = c == 'n';
+
+	switch (it->key) {
+	case K_ITEMS:
+		if (c == '[') {
+			it->state = L_ITEMS_FIRST;
+			return 1;
+		}
+		if (!known_null)
+			return items_fail(it, KR_EPROTO, "list items is not an array");
+		break;
+	case K_METADATA:
+		if (c == '{') {
+			it->level = 2;
+			it->state = L_OPEN_KEY;
+			return 1;
+		}
+		if (!known_null)
+			return items_fail(it, KR_EPROTO, "list metadata is not an object");
+		break;
+	case K_RV:
+	case K_CONTINUE:
+		if (c == '"') {
+			it->field = it->key == K_RV ? it->resource_version : it->continue_token;
+			it->field_size = it->key == K_RV ? sizeof(it->resource_version)
+							  : sizeof(it->continue_token);
+			it->field_len = 0;
+			it->state = L_FIELD;
+			return 1;
+		}
+		if (!known_null)
+			return items_fail(it, KR_EPROTO, "list metadata string is not a string");
+		break;
+	case K_REMAINING:
+		if (is_digit(c)) {
+			it->num = 0;
+			it->state = L_NUM;
+			return 0;
+		}
+		if (!known_null)
+			return items_fail(it, KR_EPROTO, "remainingItemCount is not a count");
+		break;
+	default:
+		if (c == '{' || c == '[') {
+			begin(&it->f, F_VALUE);
+			it->state = L_SKIP;
+			return 0;
+		}
+		if (c == '"') {
+			begin(&it->f, F_STRING);
+			it->state = L_SKIP;
+			return 1;
+		}
+		if (!prim_byte(c))
+			return items_fail(it, KR_EPROTO, "expected a value in the list object");
+		break;
+	}
+	it->state = L_PRIM;
+	return 0;
+}
+
+/* A '}' closed the metadata or the list. */
+static int items_close(struct kr_json_items *it)
+{
+	if (it->level == 2) {
+		it->level = 1;
+		it->state = L_AFTER;
+		return 0;
+	}
+	it->state = L_DONE;
+	return KR_JSON_END;
+}
+
+/*
+ * Reads the bytes of a kept metadata string. Returns the bytes used; on an
+ * error (it->state is then L_FAILED) they stop at the offending byte.
+ */
+static size_t items_field(struct kr_json_items *it, const char *buf, size_t len)
+{
+	size_t p = 0;
+
+	while (p < len) {
+		char c = buf[p];
+
+		if (it->state == L_FIELD_ESC) {
+			it->state = L_FIELD;
+		} else if (c == '"') {
+			it->field[it->field_len] = '\0';
+			if (unescape_span(it->field, it->field_len, it->field, it->field_size) < 0) {
+				it->field[0] = '\0';
+				items_fail(it, KR_EPROTO, "bad escape in list metadata");
+				return p;
+			}
+			it->state = L_AFTER;
+			return p + 1;
+		} else if (c == '\\') {
+			it->state = L_FIELD_ESC;
+		} else if ((unsigned char)c < 0x20) {
+			items_fail(it, KR_EPROTO, "control character in list metadata");
+			return p;
+		}
+		if (it->field_len + 1 >= it->field_size) {
+			it->field[0] = '\0';
+			items_fail(it, KR_ETOOBIG, it->field == it->continue_token
+				   ? "continue token longer than KR_JSON_CONTINUE_MAX"
+				   : "resourceVersion longer than KR_RV_MAX");
+			return p;
+		}
+		it->field[it->field_len++] = c;
+		p++;
+	}
+	return p;
+}
+
+void kr_json_items_init(struct kr_json_items *it)
+{
+	memset(it, 0, sizeof(*it));
+	kr_json_framer_init(&it->f);
+	it->remaining_item_count = -1;
+	it->state = L_START;
+	it->level = 1;
+}
+
+void kr_json_items_set_output(struct kr_json_items *it, char *dst, size_t cap)
+{
+	it->f.dst = dst;
+	it->f.cap = dst ? cap : 0;
+	if (it->state == L_ITEM) {
+		/* Half an item went to the old buffer: this one cannot be whole. */
+		it->f.len = 0;
+		it->f.overflow = 1;
+	}
+}
+
+int kr_json_items_feed(struct kr_json_items *it, const char *buf, size_t len,
+		       size_t *consumed)
+{
+	size_t p = 0;
+
+	*consumed = 0;
+	if (it->state == L_FAILED)
+		return it->err;
+	while (p < len) {
+		char c = buf[p];
+		size_t n;
+		long r;
+		int done;
+
+		switch (it->state) {
+		case L_START:
+			if (c == '{') {
+				it->state = L_OPEN_KEY;
+			} else if (!is_ws(c)) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "list body is not an object");
+			}
+			p++;
+			break;
+		case L_OPEN_KEY:
+		case L_KEY:
+			if (c == '"') {
+				it->klen = 0;
+				it->state = L_KEY_STR;
+			} else if (c == '}' && it->state == L_OPEN_KEY) {
+				p++;
+				if (items_close(it) == KR_JSON_END) {
+					*consumed = p;
+					return KR_JSON_END;
+				}
+				break;
+			} else if (!is_ws(c)) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "expected a key in the list object");
+			}
+			p++;
+			break;
+		case L_KEY_STR:
+			if (c == '"') {
+				it->key = classify_key(it);
+				it->state = L_COLON;
+			} else if ((unsigned char)c < 0x20) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "control character in a key");
+			} else {
+				key_byte(it, c);
+				if (c == '\\')
+					it->state = L_KEY_ESC;
+			}
+			p++;
+			break;
+		case L_KEY_ESC:
+			key_byte(it, c);
+			it->state = L_KEY_STR;
+			p++;
+			break;
+		case L_COLON:
+			if (c == ':') {
+				it->state = L_VALUE;
+			} else if (!is_ws(c)) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "expected ':' in the list object");
+			}
+			p++;
+			break;
+		case L_VALUE:
+			if (is_ws(c)) {
+				p++;
+				break;
+			}
+			r = items_value(it, c);
+			if (r < 0) {
+				*consumed = p;
+				return (int)r;
+			}
+			p += (size_t)r;
+			break;
+		case L_SKIP:
+			p += scan(&it->f, buf + p, len - p, &done);
+			if (done) {
+				it->f.state = F_BETWEEN;
+				it->state = L_AFTER;
+			}
+			break;
+		case L_PRIM:
+			if (prim_byte(c))
+				p++;
+			else
+				it->state = L_AFTER;
+			break;
+		case L_AFTER:
+			if (c == ',') {
+				it->state = L_KEY;
+			} else if (c == '}') {
+				p++;
+				if (items_close(it) == KR_JSON_END) {
+					*consumed = p;
+					return KR_JSON_END;
+				}
+				break;
+			} else if (!is_ws(c)) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "expected ',' or '}' in the list object");
+			}
+			p++;
+			break;
+		case L_ITEMS_FIRST:
+		case L_ITEMS_NEXT:
+		case L_ITEMS_ELEM:
+			if (c == '{' && it->state != L_ITEMS_NEXT) {
+				begin(&it->f, F_VALUE);
+				it->state = L_ITEM;
+				break;
+			}
+			if (c == ']' && it->state != L_ITEMS_ELEM) {
+				it->state = L_AFTER;
+			} else if (c == ',' && it->state == L_ITEMS_NEXT) {
+				it->state = L_ITEMS_ELEM;
+			} else if (!is_ws(c)) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, it->state == L_ITEMS_NEXT
+						  ? "expected ',' or ']' in list items"
+						  : "list item is not an object");
+			}
+			p++;
+			break;
+		case L_ITEM:
+			n = scan(&it->f, buf + p, len - p, &done);
+			if (done && buf[p + n - 1] != '}') {
+				*consumed = p + n - 1;
+				return items_fail(it, KR_EPROTO, "']' closes a list item");
+			}
+			put(&it->f, buf + p, n);
+			p += n;
+			if (done) {
+				int res = finish(&it->f);
+
+				it->f.state = F_BETWEEN;
+				it->state = L_ITEMS_NEXT;
+				it->len = it->f.len;
+				it->skipped_bytes = it->f.skipped_bytes;
+				*consumed = p;
+				return res;
+			}
+			break;
+		case L_FIELD:
+		case L_FIELD_ESC:
+			p += items_field(it, buf + p, len - p);
+			if (it->state == L_FAILED) {
+				*consumed = p;
+				return it->err;
+			}
+			break;
+		case L_NUM:
+			if (is_digit(c)) {
+				if (it->num > (LLONG_MAX - (c - '0')) / 10) {
+					*consumed = p;
+					return items_fail(it, KR_EPROTO, "remainingItemCount out of range");
+				}
+				it->num = it->num * 10 + (c - '0');
+				p++;
+			} else if (is_ws(c) || c == ',' || c == '}') {
+				it->remaining_item_count = it->num;
+				it->state = L_AFTER;
+			} else {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "remainingItemCount is not a count");
+			}
+			break;
+		default: /* L_DONE */
+			if (!is_ws(c)) {
+				*consumed = p;
+				return items_fail(it, KR_EPROTO, "data after the list object");
+			}
+			p++;
+			break;
+		}
+	}
+	*consumed = p;
+	return 0;
+}
+
+int kr_json_items_eof(struct kr_json_items *it)
+{
+	if (it->state == L_DONE)
+		return 0;
+	if (it->state == L_FAILED)
+		return it->err;
+	return items_fail(it, KR_EPROTO, "list body ended before the list object closed");
+}
+
+/* --- tokens ---------------------------------------------------------------------------- */
+
+/* First and one-past-last byte of t in the text, quotes included. */
+static int raw_start(const kr_json_tok *t)
+{
+	return t->type == KR_JSON_T_STRING ? t->start - 1 : t->start;
+}
+
+static int raw_end(const kr_json_tok *t)
+{
+	return t->type == KR_JSON_T_STRING ? t->end + 1 : t->end;
+}
+
+static int is_container(const kr_json_tok *t)
+{
+	return t->type == KR_JSON_T_OBJECT || t->type == KR_JSON_T_ARRAY;
+}
+
+/* Nonzero if s[a..b) is whitespace only. */
+static int only_ws(const char *s, int a, int b)
+{
+	if (a > b)
+		return 0;
+	for (; a < b; a++)
+		if (!is_ws(s[a]))
+			return 0;
+	return 1;
+}
+
+/* Nonzero if s[a..b) is whitespace, sep, whitespace. */
+static int sep_gap(const char *s, int a, int b, char sep)
+{
+	while (a < b && is_ws(s[a]))
+		a++;
+	return a < b && s[a] == sep && only_ws(s, a + 1, b);
+}
+
+/* Nonzero if s[0..n) is true, false, null or a JSON number (jsmn checks none). */
+static int valid_primitive(const char *s, int n)
+{
+	int i = 0;
+
+	if ((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+	    (n == 4 && memcmp(s, "null", 4) == 0))
+		return 1;
+	if (i < n && s[i] == '-')
+		i++;
+	if (i < n && s[i] == '0') {
+		i++;
+	} else if (i < n && is_digit(s[i])) {
+		while (i < n && is_digit(s[i]))
+			i++;
+	} else {
+		return 0;
+	}
+	if (i < n && s[i] == '.') {
+		if (++i >= n || !is_digit(s[i]))
+			return 0;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		if (++i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		if (i >= n || !is_digit(s[i]))
+			return 0;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	return i == n;
+}
+
+/*
+ * Checks what jsmn lets through even in strict mode: missing or doubled
+ * commas and colons, keys without values, values in key position, bad
+ * literals and numbers, control bytes in strings, text after the object.
+ * Walks the tokens once; each closing bracket is checked once, when the token
+ * after it (or the end) is reached. Returns nonzero if the text is valid.
+ */
+static int validate(const char *js, size_t len, const kr_json_tok *t, int n)
+{
+	int i, k, pos;
+
+	if (t[0].type != KR_JSON_T_OBJECT || t[0].parent != -1 || !only_ws(js, 0, t[0].start))
+		return 0;
+	for (i = 0; i < n; i++) {
+		const kr_json_tok *c = &t[i];
+		int p = c->parent, j;
+
+		if (i > 0) {
+			if (p < 0 || p >= i)
+				return 0;  /* a second top-level value, or a broken link */
+			if (t[p].type == KR_JSON_T_OBJECT) {
+				if (c->type != KR_JSON_T_STRING || c->size != 1)
+					return 0;  /* not a key, or a key without one value */
+			} else if (t[p].type == KR_JSON_T_PRIMITIVE) {
+				return 0;
+			} else if (c->type == KR_JSON_T_STRING && c->size != 0) {
+				return 0;  /* a value used as a key */
+			}
+			if (p == i - 1) {
+				if (t[p].type == KR_JSON_T_STRING) {
+					if (!sep_gap(js, t[p].end + 1, raw_start(c), ':'))
+						return 0;
+				} else if (!only_ws(js, t[p].start + 1, raw_start(c))) {
+					return 0;
+				}
+			} else {
+				if (t[p].type == KR_JSON_T_STRING)
+					return 0;
+				/* Close what ended between the previous sibling and c. */
+				pos = raw_end(&t[i - 1]);
+				for (k = i - 1; t[k].parent != p;) {
+					k = t[k].parent;
+					if (k < 0)
+						return 0;
+					if (is_container(&t[k])) {
+						if (!only_ws(js, pos, t[k].end - 1))
+							return 0;
+						pos = t[k].end;
+					}
+				}
+				if (!sep_gap(js, pos, raw_start(c), ','))
+					return 0;
+			}
+		}
+		switch (c->type) {
+		case KR_JSON_T_OBJECT:
+		case KR_JSON_T_ARRAY:
+			if (c->end <= c->start || (c->size == 0 && !only_ws(js, c->start + 1, c->end - 1)))
+				return 0;
+			break;
+		case KR_JSON_T_STRING:
+			for (j = c->start; j < c->end; j++)
+				if ((unsigned char)js[j] < 0x20)
+					return 0;
+			break;
+		case KR_JSON_T_PRIMITIVE:
+			if (c->size != 0 || !valid_primitive(js + c->start, c->end - c->start))
+				return 0;
+			break;
+		default:
+			return 0;
+		}
+	}
+	pos = raw_end(&t[n - 1]);
+	for (k = n - 1; k != 0;) {
+		k = t[k].parent;
+		if (k < 0)
+			return 0;
+		if (is_container(&t[k])) {
+			if (!only_ws(js, pos, t[k].end - 1))
+				return 0;
+			pos = t[k].end;
+		}
+	}
+	return only_ws(js, pos, (int)len);
+}
+
+int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks)
+{
+	jsmn_parser parser;
+	int n;
+
+	if (!toks || ntoks < 0)
+		return KR_EINVAL;
+	if (len > INT_MAX)
+		return KR_ETOOBIG;
+	jsmn_init(&parser);
+	n = jsmn_parse(&parser, json, len, (jsmntok_t *)(void *)toks, (unsigned int)ntoks);
+	if (n == JSMN_ERROR_NOMEM)
+		return KR_ENOSPC;
+	if (n <= 0 || !validate(json, len, toks, n))
+		return KR_EPROTO;
+	return n;
+}
+
+/* Index of the first token after the subtree of token v. */
+static int after(const kr_json_tok *toks, int ntoks, int v)
+{
+	int lo = v + 1, hi = ntoks, end = toks[v].end;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (toks[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int kr_json_find_key(const char *json, const kr_json_tok *toks, int ntoks, int obj,
+		     const char *key, size_t keylen)
+{
+	int m, k;
+
+	if (obj < 0 || obj >= ntoks || toks[obj].type != KR_JSON_T_OBJECT)
+		return -1;
+	k = obj + 1;
+	for (m = 0; m < toks[obj].size && k + 1 < ntoks; m++) {
+		const kr_json_tok *kt = &toks[k];
+
+		if (kt->type == KR_JSON_T_STRING &&
+		    eq_unescaped(json + kt->start, (size_t)(kt->end - kt->start), key, keylen))
+			return k + 1;
+		k = after(toks, ntoks, k + 1);
+	}
+	return -1;
+}
+
+int kr_json_find(const char *json, const kr_json_tok *toks, int ntoks, int root,
+		 const char *path)
+{
+	int cur = root;
+
+	for (;;) {
+		const char *dot = strchr(path, '.');
+		size_t n = dot ? (size_t)(dot - path) : strlen(path);
+
+		if (n == 0)
+			return -1;
+		cur = kr_json_find_key(json, toks, ntoks, cur, path, n);
+		if (cur < 0 || !dot)
+			return cur;
+		path = dot + 1;
+	}
+}
+
+int kr_json_str_eq(const char *json, const kr_json_tok *t, const char *s)
+{
+	if (t->type != KR_JSON_T_STRING)
+		return 0;
+	return eq_unescaped(json + t->start, (size_t)(t->end - t->start), s, strlen(s));
+}
+
+int kr_json_unescape(const char *json, const kr_json_tok *t, char *out, size_t size)
+{
+	int r;
+
+	if (t->type != KR_JSON_T_STRING) {
+		r = KR_EINVAL;
+	} else {
+		r = unescape_span(json + t->start, (size_t)(t->end - t->start), out, size);
+	}
+	if (r < 0 && size > 0)
+		out[0] = '\0';
+	return r;
+}
+
+int kr_json_int(const char *json, const kr_json_tok *t, long long *out)
+{
+	const char *s = json + t->start;
+	int i, n = t->end - t->start, neg;
+	long long v = 0;
+
+	if (t->type != KR_JSON_T_PRIMITIVE || n <= 0)
+		return KR_EPROTO;
+	neg = s[0] == '-';
+	if (neg >= n)
+		return KR_EPROTO;
+	for (i = neg; i < n; i++)
+		if (!is_digit(s[i]))
+			return KR_EPROTO;
+	for (i = neg; i < n; i++) {
+		int d = s[i] - '0';
+
+		/* Accumulates negatively so that LLONG_MIN fits. */
+		if (v < (LLONG_MIN + d) / 10)
+			return KR_ETOOBIG;
+		v = v * 10 - d;
+	}
+	if (!neg) {
+		if (v == LLONG_MIN)
+			return KR_ETOOBIG;
+		v = -v;
+	}
+	*out = v;
+	return 0;
+}
+
+size_t kr_json_remove_member(char *json, size_t len, const kr_json_tok *toks, int ntoks, int v)
+{
+	size_t a, b, j;
+	int k;
+
+	if (v <= 0 || v >= ntoks)
+		return len;
+	k = toks[v].parent;
+	if (k < 0 || k >= v || toks[k].type != KR_JSON_T_STRING || toks[k].parent < 0 ||
+	    toks[toks[k].parent].type != KR_JSON_T_OBJECT)
+		return len;
+	a = (size_t)raw_start(&toks[k]);
+	b = (size_t)raw_end(&toks[v]);
+	if (a >= b || b > len)
+		return len;
+	j = b;
+	while (j < len && is_ws(json[j]))
+		j++;
+	if (j < len && json[j] == ',') {
+		/* Not the last member: take the comma after it and the space before the next key. */
+		j++;
+		while (j < len && is_ws(json[j]))
+			j++;
+		b = j;
+	} else {
+		/* The last member: take the comma before it and the space around. */
+		j = a;
+		while (j > 0 && is_ws(json[j - 1]))
+			j--;
+		if (j > 0 && json[j - 1] == ',') {
+			j--;
+			while (j > 0 && is_ws(json[j - 1]))
+				j--;
+			a = j;
+		}
+	}
+	memmove(json + a, json + b, len - b);
+	return len - (b - a);
+}
