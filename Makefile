@@ -5,6 +5,7 @@
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
 #   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
+#   make demo        run kreflect against the bundled test API server
 #   make check-symbols | lint | size | clean
 #
 # One target per sub-make: TARGET=x86_64 (default, musl), aarch64, armv7 (musl
@@ -115,7 +116,7 @@ FUZZ_SECONDS ?= 60
 MBEDTLS_LIB := $(O)/mbedtls/libmbedtls.a
 
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
-	size clean distclean target-bin target-tests target-fuzz fuzz fuzz-merge help
+	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help
 .DEFAULT_GOAL := all
 
 # --- top-level targets ---------------------------------------------------------------
@@ -124,7 +125,7 @@ all: build/kreflect
 
 build/kreflect: FORCE | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)$(SUBMAKE) TARGET=x86_64 target-bin
-	$(Q)cp build/x86_64/kreflect build/kreflect
+	$(Q)cp build/x86_64/kreflect build/kreflect.tmp && mv -f build/kreflect.tmp build/kreflect
 
 cross: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin
@@ -134,10 +135,14 @@ cross: | $(MBEDTLS_STAMP) $(JSMN_H)
 # output do not interleave.
 test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)$(SUBMAKE) TARGET=x86_64 target-tests
-	$(Q)$(SUBMAKE) TARGET=asan target-tests
+	$(Q)$(SUBMAKE) TARGET=asan target-bin target-tests
 	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin target-tests
 	$(Q)$(SUBMAKE) TARGET=armv7 target-bin target-tests
 	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
+
+# kreflect's main job against the bundled test API server (see tests/demo/run.sh).
+demo: build/kreflect
+	$(Q)sh tests/demo/run.sh
 
 # libFuzzer with ASan+UBSan on every target in tests/fuzz/, FUZZ_SECONDS each,
 # starting from tests/corpus/NAME/ and writing what it learns to build/fuzz/NAME/.
@@ -170,8 +175,8 @@ test-cross: | $(MBEDTLS_STAMP) $(JSMN_H)
 
 FORCE:
 
-# Objects are never intermediate files to be deleted.
-.SECONDARY:
+# Objects made through pattern chains are kept, not deleted as intermediates.
+.PRECIOUS: $(O)/obj/%.o
 
 # --- per-target build (called with TARGET set) -------------------------------------------
 

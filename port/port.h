@@ -144,4 +144,92 @@ int kr_port_writev_all(int fd, struct kr_iov *iov, int n);
  */
 long kr_port_read_file(const char *path, void *buf, size_t size);
 
+/* --- file system ---------------------------------------------------------------- */
+
+/*
+ * Path-based calls for the directory sink. None follows a symbolic link in
+ * the last component except kr_port_fs_is_dir; modes are applied exactly (the
+ * umask does not apply). Failures return a negative KR_E code and leave the
+ * reason for kr_port_fs_error().
+ */
+
+#define KR_FS_NONE 0   /* nothing at the path */
+#define KR_FS_FILE 1   /* a regular file */
+#define KR_FS_DIR 2    /* a directory */
+#define KR_FS_OTHER 3  /* a symbolic link, device, fifo or socket */
+
+struct kr_fs_stat {
+	int type;                      /* KR_FS_... */
+	unsigned mode;                 /* permission bits, 07777 */
+	uint64_t size;
+	uint64_t dev;
+	uint64_t ino;
+	int64_t mtime_ns;              /* modification time, ns since the epoch */
+};
+
+/*
+ * Describes path itself (lstat). Returns 0 with st->type KR_FS_NONE when
+ * nothing is there, 0 with st filled otherwise, or KR_EIO.
+ */
+int kr_port_fs_stat(const char *path, struct kr_fs_stat *st);
+
+/*
+ * Returns 0 if path, following symbolic links, is a directory; KR_ENOENT if
+ * nothing is there, KR_EINVAL if it is something else, KR_EIO.
+ */
+int kr_port_fs_is_dir(const char *path);
+
+/*
+ * Creates directory path with exactly mode. Returns 0 if it was created, 1 if
+ * something (of any type: check it) was already there, KR_ENOENT if the parent
+ * is missing, KR_EIO.
+ */
+int kr_port_fs_mkdir(const char *path, unsigned mode);
+
+/*
+ * Opens the regular file path for reading. Returns the descriptor, KR_ENOENT,
+ * KR_EINVAL (a symbolic link, directory or other non-regular file), KR_EIO.
+ */
+int kr_port_fs_open_read(const char *path);
+
+/* Reads up to len bytes from fd: the count (> 0), 0 at the end, KR_EIO. */
+long kr_port_fs_read(int fd, void *buf, size_t len);
+
+/*
+ * Creates path as a new regular file with exactly mode, open for writing.
+ * Returns the descriptor, KR_EINVAL if something is already at path (never
+ * opened or followed), KR_ENOENT (no parent directory), KR_EIO.
+ */
+int kr_port_fs_create(const char *path, unsigned mode);
+
+/*
+ * Opens the existing regular file path for appending. Returns the descriptor,
+ * KR_ENOENT, KR_EINVAL (not a regular file), KR_EIO.
+ */
+int kr_port_fs_open_append(const char *path);
+
+/* Writes all of buf[0..len) to fd (retrying partial writes). Returns 0 or KR_EIO. */
+int kr_port_fs_write(int fd, const void *buf, size_t len);
+
+/* Flushes fd's data and metadata to the device (fsync). Returns 0 or KR_EIO. */
+int kr_port_fs_sync(int fd);
+
+/* Closes fd. Returns 0, or KR_EIO when close reports a delayed write error. */
+int kr_port_fs_close(int fd);
+
+/* Renames from over to (atomically replacing a file there). Returns 0 or KR_EIO. */
+int kr_port_fs_rename(const char *from, const char *to);
+
+/* Removes the file (or link) path. Returns 0, KR_ENOENT, KR_EIO. */
+int kr_port_fs_unlink(const char *path);
+
+/* Removes the directory path if it is empty. Returns 0, KR_ENOENT, KR_EIO (also not empty). */
+int kr_port_fs_rmdir(const char *path);
+
+/* Flushes directory path (its entries: renames, removals) to the device. Returns 0 or KR_EIO. */
+int kr_port_fs_sync_dir(const char *path);
+
+/* Text of the last failed kr_port_fs_ call (strerror of errno); static storage. */
+const char *kr_port_fs_error(void);
+
 #endif /* KR_PORT_H */

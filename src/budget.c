@@ -1,10 +1,27 @@
 #include "budget.h"
 
 #include "kreflect_config.h"
+#include "reflector.h"
+#include "resource.h"
+#include "sink.h"
+#include "store.h"
+#include "tls.h"
 
+/* Mirrors the static objects main.c reserves, sized from config/. */
 static const struct kr_budget_item items[] = {
+	{ "arena", KR_ARENA_BYTES, "object bytes (KR_ARENA_BYTES); RAM only as it fills" },
+	{ "index", KR_MAX_OBJECTS * sizeof(struct kr_entry) + KR_STORE_BUCKETS * sizeof(int32_t),
+	  "KR_MAX_OBJECTS entries and their hash buckets" },
+	{ "reflectors", KR_MAX_RESOURCES * sizeof(struct kr_reflector),
+	  "per resource: connection, read buffer, HTTP and JSON state" },
+	{ "shared", sizeof(struct kr_reflect) + sizeof(struct kr_store) + sizeof(struct kr_loop),
+	  "KR_JSON_TOKENS tokens for one object, loop, store header" },
 	{ "tls-heap", KR_TLS_HEAP_SIZE,
 	  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
+	{ "tls-config", sizeof(struct kr_tls_ctx) + KR_PEM_MAX + 3 + KR_TOKEN_MAX + 1,
+	  "CA and client credentials while loading, bearer token" },
+	{ "resources", KR_MAX_RESOURCES * sizeof(struct kr_resource) + sizeof(struct kr_jsonl),
+	  "what to mirror, output state" },
 };
 
 const struct kr_budget_item *kr_budget_items(size_t *count)

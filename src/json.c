@@ -11,6 +11,7 @@
 #define JSMN_STRICT
 #define JSMN_PARENT_LINKS
 #include <jsmn.h>
+#include <stdio.h>
 
 _Static_assert(sizeof(kr_json_tok) == sizeof(jsmntok_t), "kr_json_tok must match jsmntok_t");
 _Static_assert(sizeof(jsmntype_t) == sizeof(int), "jsmntype_t must be int-sized");
@@ -1129,4 +1130,76 @@ size_t kr_json_remove_member(char *json, size_t len, const kr_json_tok *toks, in
 	}
 	memmove(json + a, json + b, len - b);
 	return len - (b - a);
+}
+
+/* --- metadata from the prefix of a skipped object ---------------------------------- */
+
+#define PREFIX_DEPTH 8
+#define PREFIX_KEY 64
+
+int kr_json_prefix_strings(const char *buf, size_t len, const char *const *paths, int npaths,
+			   char (*out)[KR_JSON_PREFIX_VALUE], int *found)
+{
+	char keys[PREFIX_DEPTH][PREFIX_KEY];
+	char path[PREFIX_DEPTH * PREFIX_KEY];
+	int depth = 0, in_array[PREFIX_DEPTH + 1] = { 0 }, expect_key = 0, left = npaths, i;
+	size_t p = 0;
+
+	*found = 0;
+	for (i = 0; i < npaths; i++)
+		out[i][0] = '\0';
+	while (p < len && left > 0) {
+		char c = buf[p];
+
+		if (c == '{' || c == '[') {
+			if (depth == PREFIX_DEPTH)
+				return KR_ETOOBIG;
+			depth++;
+			in_array[depth] = c == '[';
+			keys[depth - 1][0] = '\0';
+			expect_key = c == '{';
+			p++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return 0;
+			depth--;
+			expect_key = 0;
+			p++;
+		} else if (c == ',') {
+			expect_key = depth > 0 && !in_array[depth];
+			p++;
+		} else if (c == '"') {
+			const char *end = buf + p + 1, *stop = buf + len;
+			size_t n;
+
+			/* Find the closing quote, stepping over escapes. */
+			while (end < stop && *end != '"')
+				end += *end == '\\' ? 2 : 1;
+			if (end >= stop)
+				return *found;   /* the prefix ends inside a string */
+			n = (size_t)(end - (buf + p + 1));
+			if (expect_key) {
+				if (unescape_span(buf + p + 1, n, keys[depth - 1], PREFIX_KEY) < 0)
+					keys[depth - 1][0] = '\0';
+				expect_key = 0;
+			} else if (depth > 0 && !in_array[depth]) {
+				size_t pl = 0;
+				int d;
+
+				for (d = 0; d < depth && pl < sizeof(path) - 1; d++)
+					pl += (size_t)snprintf(path + pl, sizeof(path) - pl, "%s%s",
+							       d ? "." : "", keys[d]);
+				for (i = 0; i < npaths; i++)
+					if (!out[i][0] && strcmp(path, paths[i]) == 0 &&
+					    unescape_span(buf + p + 1, n, out[i], KR_JSON_PREFIX_VALUE) > 0) {
+						(*found)++;
+						left--;
+					}
+			}
+			p += n + 2;
+		} else {
+			p++;
+		}
+	}
+	return *found;
 }

@@ -217,4 +217,20 @@ int kr_json_int(const char *json, const kr_json_tok *t, long long *out);
  */
 size_t kr_json_remove_member(char *json, size_t len, const kr_json_tok *toks, int ntoks, int v);
 
+/* --- metadata of a skipped object --------------------------------------------------- */
+
+#ifndef KR_JSON_PREFIX_VALUE
+#define KR_JSON_PREFIX_VALUE 320   /* a namespace/name key, a resourceVersion, a uid */
+#endif
+
+/*
+ * Scans the first len bytes of an object that was too large to hold (the
+ * prefix KR_JSON_SKIPPED leaves) for string values at the given dotted paths
+ * from its root ("object.metadata.name"), tolerating that the text is cut.
+ * out[i] receives the unescaped value or "". Returns how many were found
+ * (also in *found), or KR_ETOOBIG if nesting passes 8 levels first.
+ */
+int kr_json_prefix_strings(const char *buf, size_t len, const char *const *paths, int npaths,
+			   char (*out)[KR_JSON_PREFIX_VALUE], int *found);
+
 #endif /* KR_JSON_H */

@@ -63,13 +63,17 @@ for t in "$@"; do
 		run_suite "tls/$t" sh tests/tls/run.sh "$t"
 	fi
 	run_suite "transport/$t" sh tests/transport/run.sh "$t"
-	if [ "$t" = x86_64 ] && [ -f tests/e2e/run.sh ]; then
-		run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
-	fi
+	# End to end against the test API server: the product build and the sanitizers.
+	case "$t" in x86_64 | asan)
+		[ -f tests/e2e/run.sh ] && run_suite "e2e/$t" sh tests/e2e/run.sh "$t" ;;
+	esac
 done
 
 case " $* " in
-*" x86_64 "*) run_suite build sh tests/build/run.sh ;;
+*" x86_64 "*)
+	run_suite build sh tests/build/run.sh
+	run_suite apiserver python3 tests/apiserver/test_apiserver.py
+	;;
 esac
 
 [ -z "$failed_suites" ] || echo "failed suites:$failed_suites"

@@ -909,3 +909,26 @@ KR_TEST(json, remove_member_leaves_non_members_alone)
 	check(strcmp(buf, "{\"a\":[1,2],\"b\":\"s\"}") == 0);
 	return 0;
 }
+
+KR_TEST(json, prefix_strings_from_a_cut_object)
+{
+	static const char ev[] = "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
+				 "{\"name\":\"big\",\"namespace\":\"edge\",\"labels\":{\"name\":\"decoy\"},"
+				 "\"uid\":\"u-1\",\"resourceVersion\":\"4\\u0032\",\"managedFields\":[{\"a\":\"b\"}]},"
+				 "\"data\":{\"k\":\"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv";
+	const char *const paths[] = { "object.metadata.name", "object.metadata.namespace",
+				      "object.metadata.resourceVersion", "object.metadata.uid", "type" };
+	char val[5][KR_JSON_PREFIX_VALUE];
+	int found, cut;
+
+	check(kr_json_prefix_strings(ev, sizeof(ev) - 1, paths, 5, val, &found) == 5);
+	check(strcmp(val[0], "big") == 0 && strcmp(val[1], "edge") == 0);
+	check(strcmp(val[2], "42") == 0 && strcmp(val[3], "u-1") == 0);
+	check(strcmp(val[4], "MODIFIED") == 0);
+	/* Cut inside the namespace value: what came before is still found. */
+	cut = (int)(strstr(ev, "edge") - ev) + 2;
+	check(kr_json_prefix_strings(ev, (size_t)cut, paths, 5, val, &found) == 2);
+	check(strcmp(val[0], "big") == 0 && val[1][0] == '\0' && strcmp(val[4], "MODIFIED") == 0);
+	check(kr_json_prefix_strings("[[[[[[[[[[", 10, paths, 5, val, &found) == KR_ETOOBIG);
+	return 0;
+}

@@ -1,0 +1,1127 @@
+#include "reflector.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "log.h"
+#include "port.h"
+
+#define VERY_SHORT_WATCH_MS 1000
+#define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
+#define MAX_RETRY_AFTER_S 600          /* a server asking for more is capped */
+#define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
+#define INITIAL_EVENTS_END "k8s.io/initial-events-end"
+
+enum { REQ_WATCHLIST, REQ_LIST, REQ_WATCH };
+
+static void start_cycle(struct kr_reflector *r);
+static void start_list(struct kr_reflector *r);
+static void start_watch(struct kr_reflector *r);
+static void request(struct kr_reflector *r, int kind);
+
+void kr_reflector_opts_default(struct kr_reflector_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->watch_list = KR_WL_AUTO;
+	o->page_size = 500;
+	o->initial_events_timeout_ms = 30000;
+	o->idle_default_ms = 120000;
+	o->min_watch_timeout_s = 300;
+}
+
+/* --- output ---------------------------------------------------------------------- */
+
+static void emit(struct kr_reflector *r, enum kr_event_type type, const char *key, const char *rv,
+		 const char *obj, size_t objlen, size_t count)
+{
+	struct kr_reflect *top = r->top;
+	struct kr_event ev;
+	int i;
+
+	ev.type = type;
+	ev.res = r->index;
+	ev.resource = r->res.name;
+	ev.key = key;
+	ev.rv = rv;
+	ev.obj = obj;
+	ev.objlen = objlen;
+	ev.count = count;
+	for (i = 0; i < top->nsinks; i++)
+		top->sinks[i].event(top->sinks[i].arg, &ev);
+}
+
+static void emit_view(struct kr_reflector *r, enum kr_event_type type, const struct kr_store_view *v)
+{
+	if (v->held)
+		emit(r, type, v->key, v->rv, v->obj, v->objlen, 0);
+}
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+/* --- waiting ----------------------------------------------------------------------- */
+
+static void on_wait(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_reflector *r = t->arg;
+	void (*next)(struct kr_reflector *) = r->after_wait;
+
+	(void)loop;
+	r->after_wait = NULL;
+	if (next)
+		next(r);
+}
+
+static void wait_then(struct kr_reflector *r, int64_t ms, void (*next)(struct kr_reflector *))
+{
+	r->phase = KR_PH_IDLE;
+	r->after_wait = next;
+	kr_log(KR_LOG_TRACE, "%s: waiting %lld ms", r->res.name, (long long)ms);
+	kr_loop_timer_at(r->top->loop, &r->wait, kr_port_now_ms() + ms);
+}
+
+/* One client-go backoff step, then next. */
+static void backoff_then(struct kr_reflector *r, void (*next)(struct kr_reflector *), const char *why)
+{
+	int64_t ms = kr_backoff_next(&r->backoff, kr_port_now_ms());
+
+	kr_log(KR_LOG_DEBUG, "%s: %s; next attempt in %lld ms", r->res.name, why, (long long)ms);
+	wait_then(r, ms, next);
+}
+
+/* --- Status objects (ERROR events and error responses) ---------------------------- */
+
+static void read_status(struct kr_reflector *r, const char *json, const kr_json_tok *t, int n, int o)
+{
+	int v, causes, i;
+	long long code = 0;
+
+	r->err_code = 0;
+	r->err_reason[0] = r->err_message[0] = '\0';
+	r->err_too_large = 0;
+	if ((v = kr_json_find(json, t, n, o, "code")) >= 0 && kr_json_int(json, &t[v], &code) == 0)
+		r->err_code = (int)code;
+	if ((v = kr_json_find(json, t, n, o, "reason")) >= 0)
+		kr_json_unescape(json, &t[v], r->err_reason, sizeof(r->err_reason));
+	if ((v = kr_json_find(json, t, n, o, "message")) >= 0 &&
+	    kr_json_unescape(json, &t[v], r->err_message, sizeof(r->err_message)) == KR_ETOOBIG) {
+		/* Long messages are cut, not lost. */
+		size_t len = (size_t)(t[v].end - t[v].start);
+
+		snprintf(r->err_message, sizeof(r->err_message), "%.*s...",
+			 (int)(len < sizeof(r->err_message) - 4 ? len : sizeof(r->err_message) - 4),
+			 json + t[v].start);
+	}
+	causes = kr_json_find(json, t, n, o, "details.causes");
+	if (causes >= 0 && t[causes].type == KR_JSON_T_ARRAY) {
+		for (i = causes + 1; i < n && t[i].start < t[causes].end; i++) {
+			if (t[i].parent != causes || t[i].type != KR_JSON_T_OBJECT)
+				continue;
+			v = kr_json_find(json, t, n, i, "reason");
+			if (v >= 0 && kr_json_str_eq(json, &t[v], "ResourceVersionTooLarge"))
+				r->err_too_large = 1;
+			v = kr_json_find(json, t, n, i, "message");
+			if (v >= 0 && kr_json_str_eq(json, &t[v], "Too large resource version"))
+				r->err_too_large = 1;
+		}
+	}
+	if (strstr(r->err_message, "Too large resource version") && r->err_code == 504)
+		r->err_too_large = 1;
+}
+
+/* client-go's isExpiredError: reason Expired or Gone, or a 410 with no reason. */
+static int is_expired(const struct kr_reflector *r)
+{
+	return strcmp(r->err_reason, "Expired") == 0 || strcmp(r->err_reason, "Gone") == 0 ||
+	       (r->err_code == 410 && r->err_reason[0] == '\0');
+}
+
+/* --- objects ------------------------------------------------------------------------ */
+
+struct meta {
+	char key[KR_KEY_MAX];
+	size_t keylen;
+	char rv[KR_RV_MAX];
+	char uid[KR_RV_MAX];
+};
+
+/* Reads namespace/name, resourceVersion and uid of object token o. 0 or KR_EINVAL. */
+static int read_meta(const char *json, const kr_json_tok *t, int n, int o, struct meta *m)
+{
+	char ns[KR_KEY_MAX], name[KR_KEY_MAX];
+	int md = kr_json_find(json, t, n, o, "metadata"), v, len;
+
+	if (md < 0 || t[md].type != KR_JSON_T_OBJECT)
+		return KR_EINVAL;
+	m->rv[0] = m->uid[0] = ns[0] = name[0] = '\0';
+	if ((v = kr_json_find(json, t, n, md, "resourceVersion")) >= 0 &&
+	    kr_json_unescape(json, &t[v], m->rv, sizeof(m->rv)) < 0)
+		return KR_EINVAL;
+	if ((v = kr_json_find(json, t, n, md, "uid")) >= 0 &&
+	    kr_json_unescape(json, &t[v], m->uid, sizeof(m->uid)) < 0)
+		return KR_EINVAL;
+	if ((v = kr_json_find(json, t, n, md, "namespace")) >= 0 &&
+	    kr_json_unescape(json, &t[v], ns, sizeof(ns)) < 0)
+		return KR_EINVAL;
+	if ((v = kr_json_find(json, t, n, md, "name")) >= 0 &&
+	    kr_json_unescape(json, &t[v], name, sizeof(name)) < 0)
+		return KR_EINVAL;
+	if (!name[0])
+		return KR_EINVAL;
+	len = ns[0] ? snprintf(m->key, sizeof(m->key), "%s/%s", ns, name)
+		    : snprintf(m->key, sizeof(m->key), "%s", name);
+	if (len < 0 || (size_t)len >= sizeof(m->key))
+		return KR_EINVAL;
+	m->keylen = (size_t)len;
+	return 0;
+}
+
+/* Nonzero if the object's kind/apiVersion (when present) are not the resource's. */
+static int wrong_kind(struct kr_reflector *r, const char *json, const kr_json_tok *t, int n, int o)
+{
+	char api[KR_NAME_MAX + 256];
+	int v = kr_json_find(json, t, n, o, "kind");
+
+	if (v >= 0 && !kr_json_str_eq(json, &t[v], r->res.kind))
+		return 1;
+	v = kr_json_find(json, t, n, o, "apiVersion");
+	if (v < 0)
+		return 0;
+	if (r->res.group[0])
+		snprintf(api, sizeof(api), "%s/%s", r->res.group, r->res.version);
+	else
+		snprintf(api, sizeof(api), "%s", r->res.version);
+	return !kr_json_str_eq(json, &t[v], api);
+}
+
+/*
+ * Moves the object (token o of json) to the start of the scratch area,
+ * without managedFields unless asked to keep them, adding kind and
+ * apiVersion when a typed list left them out. Returns its new length.
+ */
+static size_t settle_object(struct kr_reflector *r, char *json, size_t len, kr_json_tok *t,
+			    int n, int o)
+{
+	struct kr_reflect *top = r->top;
+	size_t start = (size_t)t[o].start, end = (size_t)t[o].end, objlen;
+	int need_kind = kr_json_find(json, t, n, o, "kind") < 0;
+	int mf = top->opts.keep_managed_fields ? -1 : kr_json_find(json, t, n, o, "metadata.managedFields");
+
+	if (mf >= 0) {
+		size_t newlen = kr_json_remove_member(json, len, t, n, mf);
+
+		end -= len - newlen;
+	}
+	objlen = end - start;
+	if (need_kind && objlen >= 2 && objlen + KIND_ROOM <= r->scratch_cap) {
+		char head[KIND_ROOM];
+		int h;
+
+		if (r->res.group[0])
+			h = snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s/%s\"%s",
+				     r->res.kind, r->res.group, r->res.version, objlen > 2 ? "," : "");
+		else
+			h = snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s\"%s",
+				     r->res.kind, r->res.version, objlen > 2 ? "," : "");
+		if (h > 0 && (size_t)h < sizeof(head)) {
+			memmove(r->scratch + h, json + start + 1, objlen - 1);
+			memcpy(r->scratch, head, (size_t)h);
+			return objlen - 1 + (size_t)h;
+		}
+	}
+	if (start)
+		memmove(r->scratch, json + start, objlen);
+	return objlen;
+}
+
+/* Puts one object into the store and tells the sinks what changed. */
+static void apply_object(struct kr_reflector *r, const struct meta *m, size_t objlen)
+{
+	struct kr_store_view old;
+	int res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid,
+			       r->scratch, objlen, r->gen, &old);
+
+	switch (res) {
+	case KR_STORE_ADDED:
+		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+		break;
+	case KR_STORE_MODIFIED:
+		emit(r, KR_EV_MODIFIED, m->key, m->rv, r->scratch, objlen, 0);
+		break;
+	case KR_STORE_REPLACED:
+		emit_view(r, KR_EV_DELETED, &old);
+		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+		break;
+	case KR_STORE_UNCHANGED:
+		break;
+	case KR_STORE_NOT_HELD:
+		r->not_held++;
+		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: the arena is full "
+		       "(%zu of %zu bytes used)", r->res.name, m->key, objlen,
+		       (size_t)r->top->store->used, (size_t)r->top->store->size);
+		break;
+	default:
+		/* Not even its key fits: keep the old state rather than let a sweep drop it. */
+		r->not_held++;
+		kr_store_mark(r->top->store, r->index, m->key, m->keylen, r->gen);
+		kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s", r->res.name, m->key, kr_strerror(res));
+		break;
+	}
+}
+
+/* Where the next object is framed: the store's free tail. */
+static void next_output(struct kr_reflector *r)
+{
+	struct kr_store *s = r->top->store;
+	size_t slack = KR_STORE_HDR + KR_STORE_TAIL_ROOM + s->reserve;
+	size_t free_tail = s->size - s->used, want = KR_MAX_OBJECT_BYTES;
+
+	/*
+	 * The store compacts (O(arena)) only when asked for more than the tail
+	 * holds and compaction gives it. Ask for a whole largest object when
+	 * compaction yields one; else only when it reclaims a sixteenth of
+	 * the arena, so its cost stays amortised over the bytes appended in
+	 * between; else take the tail as it is.
+	 */
+	if (free_tail + s->garbage < want + slack) {
+		if (s->garbage >= s->size / 16 && free_tail + s->garbage > slack)
+			want = free_tail + s->garbage - slack;
+		else
+			want = free_tail > slack ? free_tail - slack : 0;
+	}
+	r->scratch = kr_store_scratch(s, want, &r->scratch_cap);
+	if (r->scratch_cap > KR_MAX_OBJECT_BYTES + KIND_ROOM)
+		r->scratch_cap = KR_MAX_OBJECT_BYTES + KIND_ROOM;
+}
+
+/* List items leave room to add kind and apiVersion. */
+static size_t item_cap(const struct kr_reflector *r)
+{
+	return r->scratch_cap > KIND_ROOM ? r->scratch_cap - KIND_ROOM : 0;
+}
+
+/* --- watch events ------------------------------------------------------------------- */
+
+static void sweep_fn(void *arg, const struct kr_store_view *v)
+{
+	emit_view(arg, KR_EV_DELETED, v);
+}
+
+/* A complete (re)list: unseen objects are gone; tell the sinks. */
+static void synced(struct kr_reflector *r, const char *rv, const char *how)
+{
+	struct kr_reflect *top = r->top;
+	size_t count;
+
+	if (r->skipped)
+		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held; keeping their old "
+		       "state rather than deleting it", r->res.name, r->skipped);
+	else
+		kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
+	copy_str(r->last_rv, sizeof(r->last_rv), rv);
+	r->rv_unavailable = 0;
+	count = kr_store_count(top->store, r->index);
+	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
+	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
+	       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
+	if (!r->synced) {
+		r->synced = 1;
+		top->synced_count++;
+		if (top->opts.resync_ms > 0)
+			kr_loop_timer_at(top->loop, &r->resync, kr_port_now_ms() + top->opts.resync_ms);
+		if (top->opts.once && top->synced_count == top->nrefl)
+			top->loop->stop = 1;
+	}
+}
+
+/* Handles one framed watch event in the scratch area. Returns < 0 to end the stream. */
+static int watch_event(struct kr_reflector *r, size_t len)
+{
+	struct kr_reflect *top = r->top;
+	kr_json_tok *t = top->toks;
+	char *json = r->scratch, type[16];
+	struct meta m;
+	int n, o, v;
+
+	n = kr_json_parse(json, len, t, KR_JSON_TOKENS);
+	if (n < 0) {
+		kr_log(KR_LOG_ERROR, "%s: unable to parse a watch event of %zu bytes: %s", r->res.name,
+		       len, n == KR_ENOSPC ? "more JSON tokens than KR_JSON_TOKENS" : "malformed JSON");
+		if (n == KR_ENOSPC) {
+			r->skipped++;
+			return 0;
+		}
+		r->stream_error = 1;
+		return -1;
+	}
+	v = kr_json_find(json, t, n, 0, "type");
+	o = kr_json_find(json, t, n, 0, "object");
+	if (v < 0 || o < 0 || t[o].type != KR_JSON_T_OBJECT ||
+	    kr_json_unescape(json, &t[v], type, sizeof(type)) < 0) {
+		kr_log(KR_LOG_ERROR, "%s: watch event without type or object", r->res.name);
+		r->stream_error = 1;
+		return -1;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		read_status(r, json, t, n, o);
+		r->error_event = 1;
+		kr_log(KR_LOG_WARN, "%s: watch ended by the server: %d %s: %s", r->res.name,
+		       r->err_code, r->err_reason, r->err_message);
+		return -1;
+	}
+	if (wrong_kind(r, json, t, n, o)) {
+		kr_log(KR_LOG_WARN, "%s: skipped a %s event of another kind", r->res.name, type);
+		return 0;
+	}
+	if (strcmp(type, "BOOKMARK") == 0) {
+		int md = kr_json_find(json, t, n, o, "metadata"), ann;
+		kr_ms_t now = kr_port_now_ms();
+
+		if (md < 0 || (v = kr_json_find(json, t, n, md, "resourceVersion")) < 0 ||
+		    kr_json_unescape(json, &t[v], m.rv, sizeof(m.rv)) < 0) {
+			kr_log(KR_LOG_WARN, "%s: skipped a bookmark without resourceVersion", r->res.name);
+			return 0;
+		}
+		r->events++;
+		ann = kr_json_find(json, t, n, md, "annotations");
+		if (ann >= 0)
+			ann = kr_json_find_key(json, t, n, ann, INITIAL_EVENTS_END,
+					       sizeof(INITIAL_EVENTS_END) - 1);
+		if (r->last_bookmark) {
+			int64_t gap = now - r->last_bookmark;
+
+			if (gap > r->bookmark_gap_ms)
+				r->bookmark_gap_ms = gap;
+			/* Twice the longest gap seen, plus a margin, never below 30 s. */
+			gap = 2 * r->bookmark_gap_ms + 5000;
+			kr_conn_set_idle_timeout(&r->conn, (int)(gap < 30000 ? 30000 : gap));
+		}
+		r->last_bookmark = now;
+		if (r->phase == KR_PH_WATCHLIST) {
+			if (ann >= 0 && kr_json_str_eq(json, &t[ann], "true")) {
+				r->bookmark_seen = 1;
+				kr_loop_timer_cancel(top->loop, &r->deadline);
+				r->phase = KR_PH_WATCH;
+				r->propagate = 1;
+				synced(r, m.rv, "watch-list");
+			}
+			return 0;
+		}
+		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
+		return 0;
+	}
+	if (read_meta(json, t, n, o, &m) != 0) {
+		kr_log(KR_LOG_WARN, "%s: skipped a %s event without metadata", r->res.name, type);
+		return 0;
+	}
+	r->events++;
+	if (r->phase == KR_PH_WATCHLIST)
+		kr_loop_timer_at(top->loop, &r->deadline,
+				 kr_port_now_ms() + top->opts.initial_events_timeout_ms);
+	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+		size_t objlen = settle_object(r, json, len, t, n, o);
+
+		apply_object(r, &m, objlen);
+	} else if (strcmp(type, "DELETED") == 0) {
+		size_t objlen = settle_object(r, json, len, t, n, o);
+
+		/* The server's last state of the object, not ours: it is newer. */
+		if (kr_store_delete(top->store, r->index, m.key, m.keylen, NULL))
+			emit(r, KR_EV_DELETED, m.key, m.rv, r->scratch, objlen, 0);
+	} else {
+		kr_log(KR_LOG_WARN, "%s: skipped an event of unknown type %s", r->res.name, type);
+		return 0;
+	}
+	/* During the watch-list's initial events the RV moves only at the bookmark. */
+	if (r->phase == KR_PH_WATCH && (r->propagate || strcmp(type, "ADDED") != 0))
+		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
+	if (strcmp(type, "ADDED") != 0)
+		r->propagate = 1;
+	return 0;
+}
+
+/*
+ * An object too large for the space it had was skipped; its first bytes are
+ * still in the scratch area. If they name it, it is recorded as present but
+ * not held (never silently dropped, never deleted by the next sweep).
+ * prefix is "" for a list item, "object." for a watch event. Returns 0 when
+ * recorded, -1 when the object could not even be named.
+ */
+static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix)
+{
+	static const char *const item_paths[] = { "metadata.name", "metadata.namespace",
+						  "metadata.resourceVersion", "metadata.uid", "type" };
+	static const char *const event_paths[] = { "object.metadata.name", "object.metadata.namespace",
+						   "object.metadata.resourceVersion", "object.metadata.uid",
+						   "type" };
+	char v[5][KR_JSON_PREFIX_VALUE];
+	struct meta m;
+	int found, res, len;
+
+	kr_json_prefix_strings(r->scratch, have, prefix[0] ? event_paths : item_paths, 5, v, &found);
+	if (!v[0][0] || !v[2][0] || strlen(v[2]) >= sizeof(m.rv) || strlen(v[3]) >= sizeof(m.uid)) {
+		r->skipped++;
+		kr_log(KR_LOG_ERROR, "%s: an object of %zu bytes is larger than the space for it "
+		       "(%zu bytes) and its metadata could not be read", r->res.name, size, have);
+		return -1;
+	}
+	len = v[1][0] ? snprintf(m.key, sizeof(m.key), "%s/%s", v[1], v[0])
+		      : snprintf(m.key, sizeof(m.key), "%s", v[0]);
+	if (len < 0 || (size_t)len >= sizeof(m.key)) {
+		r->skipped++;
+		return -1;
+	}
+	m.keylen = (size_t)len;
+	memcpy(m.rv, v[2], strlen(v[2]) + 1);
+	memcpy(m.uid, v[3], strlen(v[3]) + 1);
+	r->not_held++;
+	if (strcmp(v[4], "DELETED") == 0) {
+		struct kr_store_view old;
+
+		if (kr_store_delete(r->top->store, r->index, m.key, m.keylen, &old))
+			emit_view(r, KR_EV_DELETED, &old);
+	} else {
+		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: larger than the "
+		       "space for it (%zu bytes)", r->res.name, m.key, size, have);
+		res = kr_store_put(r->top->store, r->index, m.key, m.keylen, m.rv, m.uid, NULL, 0,
+				   r->gen, NULL);
+		if (res < 0) {
+			r->skipped++;
+			return -1;
+		}
+	}
+	if (prefix[0] && r->phase == KR_PH_WATCH)
+		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
+	return 0;
+}
+
+/* Handles one LIST item in the scratch area. */
+static void list_item(struct kr_reflector *r, size_t len)
+{
+	kr_json_tok *t = r->top->toks;
+	struct meta m;
+	int n = kr_json_parse(r->scratch, len, t, KR_JSON_TOKENS);
+
+	if (n < 0 || read_meta(r->scratch, t, n, 0, &m) != 0) {
+		r->skipped++;
+		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: %s", r->res.name, len,
+		       n == KR_ENOSPC ? "more JSON tokens than KR_JSON_TOKENS"
+				      : n < 0 ? "malformed JSON" : "no metadata.name");
+		return;
+	}
+	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0));
+}
+
+/* --- responses -------------------------------------------------------------------------- */
+
+static int on_head(void *arg, const struct kr_http_resp *resp)
+{
+	struct kr_reflector *r = arg;
+
+	r->status = resp->status;
+	r->retry_after_s = kr_http_retry_after_delay(resp, kr_port_wall_seconds());
+	/*
+	 * The initial-events deadline is quiet time in a stream the server has
+	 * accepted: a late answer (APF queueing, a slow link) is not a server
+	 * that never sends the bookmark, and must not be remembered as one.
+	 */
+	if (r->phase == KR_PH_WATCHLIST && r->status == 200)
+		kr_loop_timer_at(r->top->loop, &r->deadline,
+				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
+	kr_json_framer_init(&r->framer);
+	kr_json_items_init(&r->items);
+	next_output(r);
+	if (r->phase == KR_PH_LIST && r->status == 200)
+		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
+	else
+		kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
+	return 0;
+}
+
+static int on_body_status(struct kr_reflector *r, const char *data, size_t len)
+{
+	size_t used;
+	int res;
+
+	/* An error response: its Status body, kept only if it fits. */
+	res = kr_json_framer_feed(&r->framer, data, len, &used);
+	if (res == KR_JSON_OBJECT) {
+		kr_json_tok *t = r->top->toks;
+		int n = kr_json_parse(r->scratch, r->framer.len, t, KR_JSON_TOKENS);
+
+		if (n > 0)
+			read_status(r, r->scratch, t, n, 0);
+	}
+	return 0;
+}
+
+static int on_body(void *arg, const char *data, size_t len)
+{
+	struct kr_reflector *r = arg;
+
+	if (r->status != 200)
+		return on_body_status(r, data, len);
+	while (len > 0) {
+		size_t used = 0;
+		int res;
+
+		if (r->phase == KR_PH_LIST) {
+			res = kr_json_items_feed(&r->items, data, len, &used);
+			data += used;
+			len -= used;
+			if (res == KR_JSON_OBJECT) {
+				list_item(r, r->items.len);
+			} else if (res == KR_JSON_SKIPPED) {
+				skipped_object(r, r->items.len, r->items.skipped_bytes, "");
+			} else if (res == KR_JSON_END) {
+				r->list_complete = 1;
+				continue;
+			} else if (res < 0) {
+				kr_log(KR_LOG_ERROR, "%s: malformed list response: %s", r->res.name,
+				       r->items.error ? r->items.error : "?");
+				r->stream_error = 1;
+				return -1;
+			} else {
+				continue;
+			}
+			next_output(r);
+			kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
+			continue;
+		}
+		res = kr_json_framer_feed(&r->framer, data, len, &used);
+		data += used;
+		len -= used;
+		if (res == KR_JSON_OBJECT) {
+			if (watch_event(r, r->framer.len) < 0)
+				return -1;
+		} else if (res == KR_JSON_SKIPPED) {
+			/* A change that cannot even be named must not go unnoticed: relist. */
+			if (skipped_object(r, r->framer.len, r->framer.skipped_bytes, "object.") < 0 &&
+			    r->phase == KR_PH_WATCH)
+				return -1;
+		} else if (res < 0) {
+			kr_log(KR_LOG_ERROR, "%s: malformed watch stream: %s", r->res.name,
+			       r->framer.error ? r->framer.error : "?");
+			r->stream_error = 1;
+			return -1;
+		} else {
+			continue;
+		}
+		next_output(r);
+		kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
+	}
+	return 0;
+}
+
+/* After a 429 or 503 with Retry-After: the same request again, at most 10 times. */
+static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
+{
+	long s = r->retry_after_s;
+
+	if ((r->status != 429 && r->status != 503) || s < 0 || r->retry_after_count >= MAX_RETRY_AFTER)
+		return 0;
+	if (s > MAX_RETRY_AFTER_S)
+		s = MAX_RETRY_AFTER_S;
+	r->retry_after_count++;
+	kr_log(KR_LOG_WARN, "%s: server answered %d, retrying in %ld s as it asked", r->res.name,
+	       r->status, s);
+	wait_then(r, s * 1000, again);
+	return 1;
+}
+
+/* The same page again: not one more page (list_pages picks the list's RV). */
+static void again_list_page(struct kr_reflector *r)
+{
+	r->list_pages--;
+	request(r, REQ_LIST);
+}
+
+static void again_watch(struct kr_reflector *r)
+{
+	request(r, REQ_WATCH);
+}
+
+static void again_watch_list(struct kr_reflector *r)
+{
+	request(r, REQ_WATCHLIST);
+}
+
+static void list_done(struct kr_reflector *r)
+{
+	if (r->items.continue_token[0]) {
+		if (r->list_pages == 1)
+			copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
+		copy_str(r->continue_token, sizeof(r->continue_token), r->items.continue_token);
+		request(r, REQ_LIST);
+		return;
+	}
+	if (r->list_pages == 1 || r->list_full_retry)
+		copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
+	/* RV "0" answered in pages: the server has no watch cache; stay paginated. */
+	if (r->list_has_rv && strcmp(r->list_req_rv, "0") == 0 && r->list_pages > 1)
+		r->paginated_result = 1;
+	synced(r, r->list_rv, r->list_pages > 1 ? "paginated list" : "list");
+	start_watch(r);
+}
+
+static void list_failed(struct kr_reflector *r, const char *why)
+{
+	r->errors++;
+	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
+	backoff_then(r, start_cycle, "list failed");
+}
+
+static void end_list(struct kr_reflector *r, int err, const char *reason)
+{
+	char why[320];
+
+	if (err == 0 && r->status == 200 && !r->stream_error) {
+		if (kr_json_items_eof(&r->items) == 0 && r->list_complete) {
+			list_done(r);
+			return;
+		}
+		list_failed(r, "the list response ended early");
+		return;
+	}
+	if (err != 0) {
+		list_failed(r, reason);
+		return;
+	}
+	if (r->status == 200) {
+		list_failed(r, "malformed list response");
+		return;
+	}
+	if (honour_retry_after(r, again_list_page))
+		return;
+	snprintf(why, sizeof(why), "%d %s: %s", r->status, r->err_reason, r->err_message);
+	/* The pager: an expired continue token -> one full list at the original RV. */
+	if (r->continue_token[0] && strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry) {
+		kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
+		r->list_full_retry = 1;
+		r->continue_token[0] = '\0';
+		r->list_limit = 0;
+		r->list_pages = 0;
+		request(r, REQ_LIST);
+		return;
+	}
+	/* 410 or TooLarge on the first page: at once again with RV "" (consistent read). */
+	if ((is_expired(r) || r->err_too_large) && !r->continue_token[0] && !r->list_expired_retried) {
+		kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
+		       r->res.name, r->list_req_rv, r->err_reason);
+		r->rv_unavailable = 1;
+		r->list_expired_retried = 1;
+		r->list_has_rv = 0;
+		r->list_req_rv[0] = '\0';
+		r->list_pages = 0;
+		request(r, REQ_LIST);
+		return;
+	}
+	list_failed(r, why);
+}
+
+static void watch_list_fallback(struct kr_reflector *r, int remember, const char *why)
+{
+	struct kr_reflect *top = r->top;
+
+	kr_loop_timer_cancel(top->loop, &r->deadline);
+	if (remember && top->opts.watch_list == KR_WL_AUTO && !top->watch_list_unsupported) {
+		top->watch_list_unsupported = 1;
+		kr_log(KR_LOG_WARN, "%s: the server does not support watch-list (%s); using "
+		       "paginated lists from now on", r->res.name, why);
+	} else {
+		kr_log(KR_LOG_INFO, "%s: watch-list failed (%s); falling back to a list",
+		       r->res.name, why);
+	}
+	start_list(r);
+}
+
+static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
+{
+	int64_t lasted = kr_port_now_ms() - r->watch_start;
+	char why[320];
+
+	kr_loop_timer_cancel(r->top->loop, &r->deadline);
+	if (err != 0 && !r->error_event && !r->stream_error && r->events == 0 &&
+	    r->status == 0) {
+		/* Never got an answer (refused, TLS, DNS): back off, try again. */
+		r->errors++;
+		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
+		backoff_then(r, again_watch_list, "watch-list request failed");
+		return;
+	}
+	if (r->status != 200) {
+		if (honour_retry_after(r, again_watch_list))
+			return;
+		if (r->status == 429) {
+			backoff_then(r, again_watch_list, "watch-list got 429");
+			return;
+		}
+		if (is_expired(r) || r->err_too_large) {
+			r->rv_unavailable = 1;
+			request(r, REQ_WATCHLIST);
+			return;
+		}
+		snprintf(why, sizeof(why), "%d %s", r->status, r->err_reason);
+		/* 400/405/422: the server says it cannot; remember that. */
+		watch_list_fallback(r, r->status == 400 || r->status == 405 || r->status == 422, why);
+		return;
+	}
+	if (r->error_event) {
+		if (r->err_code == 429) {
+			backoff_then(r, again_watch_list, "watch-list got 429");
+			return;
+		}
+		if (is_expired(r) || r->err_too_large) {
+			r->rv_unavailable = 1;
+			request(r, REQ_WATCHLIST);
+			return;
+		}
+		snprintf(why, sizeof(why), "ERROR %d %s", r->err_code, r->err_reason);
+		watch_list_fallback(r, strstr(r->err_message, "RequestWatchProgress") != NULL, why);
+		return;
+	}
+	if (r->stream_error) {
+		watch_list_fallback(r, 0, "malformed stream");
+		return;
+	}
+	if (lasted < VERY_SHORT_WATCH_MS && r->events == 0) {
+		watch_list_fallback(r, 0, "very short watch");
+		return;
+	}
+	/* Ended before the bookmark: start again at once with a fresh mark. */
+	kr_log(KR_LOG_INFO, "%s: watch-list stream ended before the initial-events-end bookmark "
+	       "(%s); starting again", r->res.name, err ? reason : "clean end");
+	request(r, REQ_WATCHLIST);
+}
+
+static void end_watch(struct kr_reflector *r, int err, const char *reason)
+{
+	int64_t lasted = kr_port_now_ms() - r->watch_start;
+	int very_short = lasted < VERY_SHORT_WATCH_MS && r->events == 0;
+	char why[320];
+
+	if (r->status != 200 && r->status != 0) {
+		if (honour_retry_after(r, again_watch))
+			return;
+		if (r->status == 429) {
+			backoff_then(r, again_watch, "watch got 429");
+			return;
+		}
+		r->errors++;
+		snprintf(why, sizeof(why), "watch got %d %s: %s", r->status, r->err_reason,
+			 r->err_message);
+		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, why);
+		backoff_then(r, start_cycle, why);
+		return;
+	}
+	if (r->error_event) {
+		if (r->err_code == 429) {
+			backoff_then(r, again_watch, "watch ERROR 429");
+			return;
+		}
+		/* 410 and the rest: relist at the last RV after one backoff step. */
+		backoff_then(r, start_cycle, is_expired(r) ? "watch expired" : "watch ERROR event");
+		return;
+	}
+	if (r->stream_error) {
+		/* Never skip an event: re-watch from the last one applied. */
+		r->errors++;
+		backoff_then(r, again_watch, "malformed watch stream");
+		return;
+	}
+	if (r->skipped) {
+		backoff_then(r, start_cycle, "an event could not be held");
+		return;
+	}
+	if (err != 0 && r->status == 0) {
+		/* No answer at all (refused, unreachable, TLS): same RV after backoff. */
+		r->errors++;
+		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
+		backoff_then(r, again_watch, "watch request failed");
+		return;
+	}
+	if (very_short) {
+		kr_log(KR_LOG_WARN, "%s: very short watch: the watch lasted less than a second "
+		       "with no events", r->res.name);
+		backoff_then(r, start_cycle, "very short watch");
+		return;
+	}
+	if (err != 0)
+		kr_log(KR_LOG_INFO, "%s: watch closed: %s; watching again from %s", r->res.name,
+		       reason, r->last_rv);
+	/* A clean end (timeoutSeconds) or a dropped stream: re-watch at once. */
+	request(r, REQ_WATCH);
+}
+
+static void on_end(void *arg, int err, const char *reason)
+{
+	struct kr_reflector *r = arg;
+
+	kr_log(KR_LOG_DEBUG, "%s: %s request ended: status %d, %lu events, %s%s%s", r->res.name,
+	       r->phase == KR_PH_LIST ? "list" : r->phase == KR_PH_WATCH ? "watch" : "watch-list",
+	       r->status, r->events, err ? kr_strerror(err) : "complete", err ? ": " : "",
+	       err ? reason : "");
+	switch (r->phase) {
+	case KR_PH_LIST:
+		end_list(r, err, reason);
+		return;
+	case KR_PH_WATCHLIST:
+		end_watch_list(r, err, reason);
+		return;
+	case KR_PH_WATCH:
+		end_watch(r, err, reason);
+		return;
+	case KR_PH_IDLE:
+		return;
+	}
+}
+
+/* --- requests ------------------------------------------------------------------------------ */
+
+static void request(struct kr_reflector *r, int kind)
+{
+	struct kr_reflect *top = r->top;
+	struct kr_http_param p[10];
+	struct kr_request req;
+	char limit[24], timeout[24];
+	size_t n = 0;
+	int res;
+
+	memset(&req, 0, sizeof(req));
+	r->status = 0;
+	r->stream_error = 0;
+	r->error_event = 0;
+	r->err_code = 0;
+	r->err_reason[0] = r->err_message[0] = '\0';
+	r->err_too_large = 0;
+	snprintf(timeout, sizeof(timeout), "%lld",
+		 (long long)kr_rand_range(&top->rand, top->opts.min_watch_timeout_s,
+					  2 * (int64_t)top->opts.min_watch_timeout_s));
+	if (kind == REQ_WATCHLIST || kind == REQ_WATCH) {
+		const char *rv = r->rv_unavailable ? "" : r->last_rv;
+
+		p[n++] = (struct kr_http_param){ "allowWatchBookmarks", "true" };
+		if (r->res.field_selector[0])
+			p[n++] = (struct kr_http_param){ "fieldSelector", r->res.field_selector };
+		if (r->res.label_selector[0])
+			p[n++] = (struct kr_http_param){ "labelSelector", r->res.label_selector };
+		if (rv[0])
+			p[n++] = (struct kr_http_param){ "resourceVersion", rv };
+		if (kind == REQ_WATCHLIST) {
+			p[n++] = (struct kr_http_param){ "resourceVersionMatch", "NotOlderThan" };
+			p[n++] = (struct kr_http_param){ "sendInitialEvents", "true" };
+		}
+		p[n++] = (struct kr_http_param){ "timeoutSeconds", timeout };
+		p[n++] = (struct kr_http_param){ "watch", "true" };
+		r->phase = kind == REQ_WATCH ? KR_PH_WATCH : KR_PH_WATCHLIST;
+		r->watch_start = kr_port_now_ms();
+		r->events = 0;
+		r->bookmark_seen = 0;
+		r->last_bookmark = 0;
+		r->bookmark_gap_ms = 0;
+		r->skipped = kind == REQ_WATCH ? 0 : r->skipped;
+		req.idle_timeout_ms = top->opts.idle_default_ms;
+		if (kind == REQ_WATCHLIST) {
+			r->skipped = 0;
+			r->gen++;
+			r->watch_lists++;
+			/* The bookmark deadline starts with the server's answer (on_head). */
+			kr_loop_timer_cancel(top->loop, &r->deadline);
+		} else {
+			r->watches++;
+			r->propagate = !(r->last_rv[0] == '\0' || strcmp(r->last_rv, "0") == 0);
+		}
+	} else {
+		if (r->continue_token[0])
+			p[n++] = (struct kr_http_param){ "continue", r->continue_token };
+		if (r->res.field_selector[0])
+			p[n++] = (struct kr_http_param){ "fieldSelector", r->res.field_selector };
+		if (r->res.label_selector[0])
+			p[n++] = (struct kr_http_param){ "labelSelector", r->res.label_selector };
+		if (r->list_limit > 0) {
+			snprintf(limit, sizeof(limit), "%d", r->list_limit);
+			p[n++] = (struct kr_http_param){ "limit", limit };
+		}
+		/* A continuation carries no resourceVersion (client-go's pager). */
+		if (!r->continue_token[0] && r->list_has_rv)
+			p[n++] = (struct kr_http_param){ "resourceVersion", r->list_req_rv };
+		r->phase = KR_PH_LIST;
+		r->list_pages++;
+		r->list_complete = 0;
+	}
+	req.path = r->path;
+	req.params = p;
+	req.nparams = n;
+	req.bearer_token = top->token;
+	req.on_head = on_head;
+	req.on_body = on_body;
+	req.on_end = on_end;
+	req.arg = r;
+	res = kr_conn_request(&r->conn, &req);
+	if (res < 0) {
+		kr_log(KR_LOG_ERROR, "%s: unable to build the request: %s", r->res.name, kr_strerror(res));
+		backoff_then(r, start_cycle, "request too large");
+	}
+}
+
+static void start_list(struct kr_reflector *r)
+{
+	struct kr_reflect *top = r->top;
+	const char *rv = r->rv_unavailable ? "" : (r->last_rv[0] ? r->last_rv : "0");
+
+	r->lists++;
+	r->gen++;
+	r->skipped = 0;
+	r->list_pages = 0;
+	r->list_full_retry = 0;
+	r->list_expired_retried = 0;
+	r->continue_token[0] = '\0';
+	r->list_rv[0] = '\0';
+	r->retry_after_count = 0;
+	copy_str(r->list_req_rv, sizeof(r->list_req_rv), rv);
+	r->list_has_rv = rv[0] != '\0';
+	/* client-go's page size rules (reference 1.4). */
+	if (top->opts.page_size_forced)
+		r->list_limit = top->opts.page_size;
+	else if (r->paginated_result)
+		r->list_limit = top->opts.page_size;
+	else if (rv[0] && strcmp(rv, "0") != 0)
+		r->list_limit = 0;
+	else
+		r->list_limit = top->opts.page_size;
+	request(r, REQ_LIST);
+}
+
+static void start_watch(struct kr_reflector *r)
+{
+	r->retry_after_count = 0;
+	request(r, REQ_WATCH);
+}
+
+/* One ListAndWatch. */
+static void start_cycle(struct kr_reflector *r)
+{
+	struct kr_reflect *top = r->top;
+
+	r->cycle_start = kr_port_now_ms();
+	r->retry_after_count = 0;
+	if (r->synced)
+		r->relists++;
+	if (top->opts.watch_list == KR_WL_OFF ||
+	    (top->opts.watch_list == KR_WL_AUTO && top->watch_list_unsupported)) {
+		start_list(r);
+		return;
+	}
+	request(r, REQ_WATCHLIST);
+}
+
+static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_reflector *r = t->arg;
+	char why[96];
+
+	(void)loop;
+	if (r->phase != KR_PH_WATCHLIST)
+		return;
+	snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
+		 r->top->opts.initial_events_timeout_ms);
+	kr_conn_close(&r->conn, why);
+	watch_list_fallback(r, 1, why);
+}
+
+static void resync_fn(void *arg, const struct kr_store_view *v)
+{
+	emit_view(arg, KR_EV_RESYNC, v);
+}
+
+static void on_resync(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_reflector *r = t->arg;
+
+	kr_store_foreach(r->top->store, r->index, resync_fn, r);
+	kr_loop_timer_at(loop, t, kr_port_now_ms() + r->top->opts.resync_ms);
+}
+
+/* --- setup -------------------------------------------------------------------------------- */
+
+int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_store *store,
+		    const struct kr_conn_cfg *conn_cfg, const struct kr_reflector_opts *opts,
+		    struct kr_reflector *refl, const struct kr_resource *res, int n)
+{
+	int i, rc;
+
+	memset(top, 0, sizeof(*top));
+	top->loop = loop;
+	top->store = store;
+	top->opts = *opts;
+	top->conn_cfg = *conn_cfg;
+	top->refl = refl;
+	top->nrefl = n;
+	kr_rand_seed(&top->rand, 0);
+	for (i = 0; i < n; i++) {
+		struct kr_reflector *r = &refl[i];
+
+		memset(r, 0, sizeof(*r));
+		r->top = top;
+		r->index = i;
+		r->res = res[i];
+		if (kr_resource_path(&r->res, r->path, sizeof(r->path)) < 0)
+			return KR_ETOOBIG;
+		rc = kr_conn_init(&r->conn, loop, conn_cfg);
+		if (rc < 0)
+			return rc;
+		r->wait.fire = on_wait;
+		r->wait.arg = r;
+		r->deadline.fire = on_initial_events_deadline;
+		r->deadline.arg = r;
+		r->resync.fire = on_resync;
+		r->resync.arg = r;
+		kr_backoff_init(&r->backoff, &top->rand, kr_port_now_ms());
+	}
+	return 0;
+}
+
+int kr_reflect_add_sink(struct kr_reflect *top, const struct kr_sink *sink)
+{
+	if (top->nsinks == KR_MAX_SINKS)
+		return KR_ENOSPC;
+	top->sinks[top->nsinks++] = *sink;
+	return 0;
+}
+
+void kr_reflect_start(struct kr_reflect *top)
+{
+	int i;
+
+	for (i = 0; i < top->nrefl; i++)
+		start_cycle(&top->refl[i]);
+}
+
+void kr_reflect_stop(struct kr_reflect *top)
+{
+	int i;
+
+	for (i = 0; i < top->nrefl; i++) {
+		struct kr_reflector *r = &top->refl[i];
+
+		r->phase = KR_PH_IDLE;
+		kr_loop_timer_cancel(top->loop, &r->wait);
+		kr_loop_timer_cancel(top->loop, &r->deadline);
+		kr_loop_timer_cancel(top->loop, &r->resync);
+		kr_conn_close(&r->conn, "stopping");
+	}
+}
+
+int kr_reflect_ready(const struct kr_reflect *top)
+{
+	int i, degraded = top->store->not_held > 0 || top->store->untracked > 0;
+
+	if (top->synced_count < top->nrefl)
+		return 0;
+	for (i = 0; i < top->nrefl; i++)
+		degraded |= top->refl[i].skipped > 0;
+	return degraded ? 1 : 2;
+}

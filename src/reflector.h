@@ -1,0 +1,155 @@
+/*
+ * The reflector: client-go's list/watch state machine (reference section 1)
+ * for every configured resource at once, on the one loop, feeding the store
+ * and the sinks.
+ *
+ * Per resource: watch-list first (sendInitialEvents, ended by the annotated
+ * bookmark), else a paginated LIST; then a watch with bookmarks and a random
+ * timeoutSeconds in [300, 600); 410 -> relist at the last RV, then at "";
+ * 429/503 with Retry-After -> wait and retry; clean end -> re-watch at once;
+ * very short watch -> backoff and relist; client-go's jittered backoff.
+ * Deliberate improvements: a deadline for the initial-events-end bookmark
+ * (then LIST), watch-list refusals remembered for the server, re-watch (not
+ * relist) after a connection failure, an adaptive read-idle deadline.
+ */
+#ifndef KR_REFLECTOR_H
+#define KR_REFLECTOR_H
+
+#include <stdint.h>
+
+#include "backoff.h"
+#include "conn.h"
+#include "json.h"
+#include "kreflect_config.h"
+#include "loop.h"
+#include "resource.h"
+#include "sink.h"
+#include "store.h"
+
+#ifndef KR_MAX_SINKS
+#define KR_MAX_SINKS 4
+#endif
+
+enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };
+
+struct kr_reflect;
+
+struct kr_reflector_opts {
+	enum kr_watch_list_mode watch_list;
+	int page_size;                 /* client-go's 500 when not forced */
+	int page_size_forced;          /* --page-size given: every list uses it */
+	int resync_ms;                 /* 0: off */
+	int keep_managed_fields;
+	int initial_events_timeout_ms; /* quiet time allowed before the end bookmark */
+	int idle_default_ms;           /* read-idle deadline before any bookmark */
+	int min_watch_timeout_s;       /* timeoutSeconds in [min, 2*min) */
+	int once;                      /* stop the loop after every resource synced once */
+};
+
+enum kr_phase {
+	KR_PH_IDLE,                    /* waiting (backoff, Retry-After) or not started */
+	KR_PH_WATCHLIST,               /* watch-list: initial events streaming */
+	KR_PH_LIST,                    /* paginated LIST */
+	KR_PH_WATCH,                   /* watching */
+};
+
+/* One resource's reflector. */
+struct kr_reflector {
+	struct kr_reflect *top;
+	int index;
+	struct kr_resource res;
+	char path[512];
+	struct kr_conn conn;
+	struct kr_timer wait;          /* backoff / Retry-After before the next request */
+	struct kr_timer deadline;      /* initial-events-end bookmark deadline */
+	struct kr_timer resync;
+	struct kr_backoff backoff;
+	enum kr_phase phase;
+	void (*after_wait)(struct kr_reflector *r);
+
+	/* client-go's state */
+	char last_rv[KR_RV_MAX];
+	int rv_unavailable;
+	int paginated_result;
+
+	/* the list in progress */
+	char list_req_rv[KR_RV_MAX];   /* the RV asked for on its first page */
+	int list_has_rv;               /* resourceVersion sent ("" is not the same as absent) */
+	int list_limit;                /* 0: no limit */
+	int list_full_retry;           /* the pager's one full list after an expired continue */
+	int list_expired_retried;      /* the RV="" retry after 410/TooLarge was made */
+	int list_pages;
+	int list_complete;             /* the items framer saw the end of the list object */
+	char list_rv[KR_RV_MAX];       /* RV of the first page */
+	char continue_token[KR_JSON_CONTINUE_MAX];
+	int skipped;                   /* items/events that could not be parsed or held */
+
+	/* the response in progress */
+	int status;
+	long retry_after_s;
+	int retry_after_count;
+	int stream_error;              /* the body broke framing or JSON */
+	int error_event;               /* an ERROR event arrived: its Status below */
+	int err_code;
+	char err_reason[64];
+	char err_message[256];
+	int err_too_large;             /* a cause of type ResourceVersionTooLarge */
+	int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
+	uint32_t gen;                  /* seen mark of the current (re)list */
+	kr_ms_t watch_start;
+	unsigned long events;          /* events in this watch */
+	int propagate;                 /* ADDED events move last_rv */
+	kr_ms_t last_bookmark;
+	int64_t bookmark_gap_ms;       /* longest gap between bookmarks seen */
+	struct kr_json_framer framer;
+	struct kr_json_items items;
+	char *scratch;
+	size_t scratch_cap;
+
+	/* progress and counters */
+	int synced;                    /* a complete (re)list has happened */
+	unsigned long lists, watch_lists, watches, relists, errors, not_held;
+	kr_ms_t cycle_start;
+};
+
+/* Everything the reflectors share: loop, store, sinks, connection template. */
+struct kr_reflect {
+	struct kr_loop *loop;
+	struct kr_store *store;
+	struct kr_sink sinks[KR_MAX_SINKS];
+	int nsinks;
+	struct kr_reflector_opts opts;
+	struct kr_conn_cfg conn_cfg;
+	const char *token;             /* bearer token, or NULL */
+	int watch_list_unsupported;    /* remembered for this server */
+	struct kr_rand rand;
+	struct kr_reflector *refl;     /* caller-owned array */
+	int nrefl;
+	int synced_count;              /* resources synced at least once */
+	kr_json_tok toks[KR_JSON_TOKENS];
+};
+
+/* Defaults: watch-list auto, pages of 500, 30 s bookmark quiet deadline, ... */
+void kr_reflector_opts_default(struct kr_reflector_opts *o);
+
+/*
+ * Sets up top over caller-owned storage: refl[0..n) get resources res[0..n).
+ * Returns 0 or a negative KR_E code (path too long, loop full).
+ */
+int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_store *store,
+		    const struct kr_conn_cfg *conn_cfg, const struct kr_reflector_opts *opts,
+		    struct kr_reflector *refl, const struct kr_resource *res, int n);
+
+/* Adds a sink (events in order to every sink). Returns 0 or KR_ENOSPC. */
+int kr_reflect_add_sink(struct kr_reflect *top, const struct kr_sink *sink);
+
+/* Starts every reflector; the loop does the rest. */
+void kr_reflect_start(struct kr_reflect *top);
+
+/* Stops every reflector and closes their connections (no more events). */
+void kr_reflect_stop(struct kr_reflect *top);
+
+/* Nonzero when every resource has completed a sync; 2 if also nothing is degraded. */
+int kr_reflect_ready(const struct kr_reflect *top);
+
+#endif /* KR_REFLECTOR_H */

@@ -1,0 +1,154 @@
+#include "resource.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kreflect.h"
+
+struct builtin {
+	const char *group, *version, *plural, *kind, *shortname;
+	int namespaced;
+};
+
+/* Common built-in types: found without a discovery round trip. */
+static const struct builtin builtins[] = {
+	{ "", "v1", "configmaps", "ConfigMap", "cm", 1 },
+	{ "", "v1", "secrets", "Secret", "", 1 },
+	{ "", "v1", "pods", "Pod", "po", 1 },
+	{ "", "v1", "services", "Service", "svc", 1 },
+	{ "", "v1", "endpoints", "Endpoints", "ep", 1 },
+	{ "", "v1", "serviceaccounts", "ServiceAccount", "sa", 1 },
+	{ "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", "pvc", 1 },
+	{ "", "v1", "events", "Event", "ev", 1 },
+	{ "", "v1", "namespaces", "Namespace", "ns", 0 },
+	{ "", "v1", "nodes", "Node", "no", 0 },
+	{ "", "v1", "persistentvolumes", "PersistentVolume", "pv", 0 },
+	{ "apps", "v1", "deployments", "Deployment", "deploy", 1 },
+	{ "apps", "v1", "statefulsets", "StatefulSet", "sts", 1 },
+	{ "apps", "v1", "daemonsets", "DaemonSet", "ds", 1 },
+	{ "apps", "v1", "replicasets", "ReplicaSet", "rs", 1 },
+	{ "batch", "v1", "jobs", "Job", "", 1 },
+	{ "batch", "v1", "cronjobs", "CronJob", "cj", 1 },
+	{ "networking.k8s.io", "v1", "ingresses", "Ingress", "ing", 1 },
+	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "netpol", 1 },
+	{ "coordination.k8s.io", "v1", "leases", "Lease", "", 1 },
+	{ "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "", 1 },
+	{ "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", "pdb", 1 },
+	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", "", 1 },
+	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "", 1 },
+	{ "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "", 0 },
+	{ "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "", 0 },
+};
+
+#define KR_RESOURCE(g, v, p, k, nsd, ns, ls, fs, share) \
+	{ g, v, p, k, nsd, 0, ns, ls, fs, share, "" },
+static struct kr_resource defaults[] = {
+#ifdef KR_RESOURCES_FILE
+#include KR_RESOURCES_FILE
+#else
+#include "resources.def"
+#endif
+};
+#undef KR_RESOURCE
+
+void kr_resource_set_name(struct kr_resource *r)
+{
+	if (r->group[0])
+		snprintf(r->name, sizeof(r->name), "%s.%s", r->plural, r->group);
+	else
+		snprintf(r->name, sizeof(r->name), "%s", r->plural);
+}
+
+const struct kr_resource *kr_resource_defaults(size_t *n)
+{
+	size_t i;
+
+	*n = sizeof(defaults) / sizeof(defaults[0]);
+	for (i = 0; i < *n; i++)
+		kr_resource_set_name(&defaults[i]);
+	return defaults;
+}
+
+static void fill(struct kr_resource *out, const struct builtin *b)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->group, sizeof(out->group), "%s", b->group);
+	snprintf(out->version, sizeof(out->version), "%s", b->version);
+	snprintf(out->plural, sizeof(out->plural), "%s", b->plural);
+	snprintf(out->kind, sizeof(out->kind), "%s", b->kind);
+	out->namespaced = b->namespaced;
+	out->arena_share = 100;
+	kr_resource_set_name(out);
+}
+
+/* Matches a name against plural, kind (any case) or short name. */
+static int name_matches(const struct builtin *b, const char *name)
+{
+	return strcmp(b->plural, name) == 0 || strcasecmp(b->kind, name) == 0 ||
+	       (b->shortname[0] && strcmp(b->shortname, name) == 0);
+}
+
+int kr_resource_lookup(const char *arg, struct kr_resource *out, char *err, size_t errlen)
+{
+	char buf[320], *group = NULL, *version = NULL, *name, *slash, *dot;
+	size_t i;
+
+	if (strlen(arg) >= sizeof(buf) || !arg[0]) {
+		snprintf(err, errlen, "invalid resource name '%.64s'", arg);
+		return KR_EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", arg);
+	name = buf;
+	slash = strrchr(buf, '/');
+	if (slash) {
+		/* "v1/configmaps" or "apps/v1/deployments" */
+		*slash = '\0';
+		name = slash + 1;
+		version = buf;
+		slash = strchr(buf, '/');
+		if (slash) {
+			*slash = '\0';
+			group = buf;
+			version = slash + 1;
+		} else {
+			group = "";
+		}
+	} else if ((dot = strchr(buf, '.')) != NULL) {
+		/* "deployments.apps", "ingresses.networking.k8s.io" */
+		*dot = '\0';
+		group = dot + 1;
+	}
+	for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+		const struct builtin *b = &builtins[i];
+
+		if (!name_matches(b, name))
+			continue;
+		if (group && strcmp(group, b->group) != 0)
+			continue;
+		if (version && strcmp(version, b->version) != 0)
+			continue;
+		fill(out, b);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown resource '%s': not one of the built-in types "
+		 "(configmaps, secrets, pods, deployments.apps, ...)", arg);
+	return KR_ENOENT;
+}
+
+int kr_resource_path(const struct kr_resource *r, char *buf, size_t size)
+{
+	int n;
+
+	if (r->group[0])
+		n = snprintf(buf, size, "/apis/%s/%s", r->group, r->version);
+	else
+		n = snprintf(buf, size, "/api/%s", r->version);
+	if (n > 0 && (size_t)n < size && r->namespaced && !r->all_namespaces && r->ns[0])
+		n += snprintf(buf + n, size - (size_t)n, "/namespaces/%s", r->ns);
+	if (n > 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, "/%s", r->plural);
+	if (n < 0 || (size_t)n >= size)
+		return KR_ETOOBIG;
+	return n;
+}

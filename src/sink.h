@@ -1,0 +1,55 @@
+/*
+ * Where changes go. The reflector hands every change to each sink as a
+ * kr_event; the object bytes are a view (into the store's arena or the
+ * event being processed) valid only during the call. Sinks implement one
+ * small interface; the library user's callbacks are a sink too.
+ */
+#ifndef KR_SINK_H
+#define KR_SINK_H
+
+#include <stddef.h>
+
+enum kr_event_type {
+	KR_EV_ADDED,
+	KR_EV_MODIFIED,
+	KR_EV_DELETED,
+	KR_EV_RESYNC,                  /* periodic re-delivery of a held object (--resync) */
+	KR_EV_SYNCED,                  /* a (re)list of one resource completed */
+};
+
+struct kr_event {
+	enum kr_event_type type;
+	int res;                       /* resource index */
+	const char *resource;          /* "configmaps", "deployments.apps" */
+	const char *key;               /* "namespace/name"; NULL for SYNCED */
+	const char *rv;                /* resourceVersion of the object or of the list */
+	const char *obj;               /* object JSON; NULL for SYNCED */
+	size_t objlen;
+	size_t count;                  /* SYNCED: objects of the resource now held */
+};
+
+struct kr_sink {
+	/* Called for every event, in order. Must not call back into the reflector. */
+	void (*event)(void *arg, const struct kr_event *ev);
+	void *arg;
+};
+
+/* The name of an event type as printed ("ADDED"). */
+const char *kr_event_name(enum kr_event_type t);
+
+/*
+ * The JSON-lines sink: one line per event on fd, written with one writev
+ * per event (no copy of the object): {"type":"ADDED","object":{...}} and
+ * {"type":"SYNCED","resource":"...","resourceVersion":"...","count":N}.
+ * Returns 0, or KR_EIO when fd cannot be written (logged once).
+ */
+struct kr_jsonl {
+	int fd;
+	int failed;
+	unsigned long long lines;
+};
+
+void kr_jsonl_init(struct kr_jsonl *j, int fd);
+void kr_jsonl_event(void *arg, const struct kr_event *ev);
+
+#endif /* KR_SINK_H */
