@@ -124,20 +124,20 @@ MBEDTLS_LIB := $(O)/mbedtls/libmbedtls.a
 all: build/kreflect
 
 build/kreflect: FORCE | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(SUBMAKE) TARGET=x86_64 target-bin
+	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bin
 	$(Q)cp build/x86_64/kreflect build/kreflect.tmp && mv -f build/kreflect.tmp build/kreflect
 
 cross: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin
-	$(Q)$(SUBMAKE) TARGET=armv7 target-bin
+	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin
+	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
 test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(SUBMAKE) TARGET=x86_64 target-tests
-	$(Q)$(SUBMAKE) TARGET=asan target-bin target-tests
-	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin target-tests
-	$(Q)$(SUBMAKE) TARGET=armv7 target-bin target-tests
+	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests
+	$(Q)+$(SUBMAKE) TARGET=asan target-bin target-tests
+	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
+	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin target-tests
 	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
 
 # kreflect's main job against the bundled test API server (see tests/demo/run.sh).
@@ -147,7 +147,7 @@ demo: build/kreflect
 # libFuzzer with ASan+UBSan on every target in tests/fuzz/, FUZZ_SECONDS each,
 # starting from tests/corpus/NAME/ and writing what it learns to build/fuzz/NAME/.
 fuzz: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(SUBMAKE) TARGET=fuzz target-fuzz
+	$(Q)+$(SUBMAKE) TARGET=fuzz target-fuzz
 	$(Q)for n in $(FUZZ_NAMES); do \
 	  mkdir -p build/fuzz-corpus/$$n tests/corpus/$$n; \
 	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
@@ -160,7 +160,7 @@ fuzz: | $(MBEDTLS_STAMP) $(JSMN_H)
 
 # Keeps tests/corpus/NAME minimal: only inputs that add coverage stay.
 fuzz-merge: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(SUBMAKE) TARGET=fuzz target-fuzz
+	$(Q)+$(SUBMAKE) TARGET=fuzz target-fuzz
 	$(Q)for n in $(FUZZ_NAMES); do \
 	  rm -rf build/fuzz-min/$$n && mkdir -p build/fuzz-min/$$n && \
 	  build/fuzz/fuzz/$$n -merge=1 build/fuzz-min/$$n tests/corpus/$$n build/fuzz-corpus/$$n >/dev/null 2>&1 && \
@@ -169,8 +169,8 @@ fuzz-merge: | $(MBEDTLS_STAMP) $(JSMN_H)
 	done
 
 test-cross: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)$(SUBMAKE) TARGET=aarch64 target-bin target-tests
-	$(Q)$(SUBMAKE) TARGET=armv7 target-bin target-tests
+	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
+	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin target-tests
 	$(Q)sh tests/run.sh aarch64 armv7
 
 FORCE:
