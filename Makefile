@@ -46,6 +46,8 @@ CC := aarch64-linux-musl-gcc
 CROSS_COMPILE := aarch64-linux-gnu-
 QEMU := qemu-aarch64
 ARCH_FLAGS :=
+# 4 KiB pages, as on every aarch64 Linux kernel we target: no 64 KiB file padding.
+ARCH_LDFLAGS := -Wl,-z,max-page-size=4096
 else ifeq ($(TARGET),armv7)
 CC := arm-linux-musleabihf-gcc
 CROSS_COMPILE := arm-linux-gnueabihf-
@@ -73,7 +75,8 @@ SIZE := $(CROSS_COMPILE)size
 
 MBEDTLS_CPPFLAGS := -isystem $(MBEDTLS_DIR)/include \
 	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/config/mbedtls_config.h"'
-OPT := -Os -ffunction-sections -fdata-sections
+# No unwind tables: C needs none, and they are a tenth of the binary.
+OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables
 ifneq ($(filter asan fuzz,$(TARGET)),)
 OPT := -O1 -ffunction-sections -fdata-sections
 LINK_STATIC :=
@@ -81,7 +84,7 @@ else
 LINK_STATIC := -static
 endif
 HARDEN := -fstack-protector-strong -fstack-clash-protection -fno-plt
-LDHARDEN := -Wl,-z,relro,-z,now,-z,noexecstack
+LDHARDEN := -Wl,-z,relro,-z,now,-z,noexecstack -Wl,--build-id=none
 
 WARN := -Wall -Wextra -Werror -Werror=vla -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Wpointer-arith \
@@ -90,7 +93,7 @@ CPPFLAGS := -Iconfig -Iport -Isrc -Ibuild/include $(MBEDTLS_CPPFLAGS) \
 	-D_POSIX_C_SOURCE=200809L -DKR_TARGET='"$(TARGET)"' \
 	-DKR_PORT_$(PORT)=1 $(EXTRA_CPPFLAGS)
 CFLAGS := -std=c11 $(OPT) $(ARCH_FLAGS) $(HARDEN) $(WARN) -MMD -MP $(EXTRA_CFLAGS)
-LDFLAGS := $(LINK_STATIC) $(ARCH_FLAGS) -Wl,--gc-sections $(LDHARDEN) $(EXTRA_LDFLAGS)
+LDFLAGS := $(LINK_STATIC) $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(EXTRA_LDFLAGS)
 
 # mbedTLS is third-party code: our warnings are not its warnings.
 MBEDTLS_CFLAGS := -std=c99 $(OPT) $(ARCH_FLAGS) $(HARDEN) -MMD -MP -w
@@ -335,3 +338,55 @@ help:
 	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(O)/mbedtls/*.d)
+
+# --- measurements: benchmarks, malloc count, relist memory ---------------------------------
+#
+#   make bench-transport  chunked decoding + object framing vs memchr/memcpy (tests/bench/)
+#   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
+#   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
+
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCHES := $(patsubst tests/bench/%.c,$(O)/bench/%,$(BENCH_SRC))
+# kreflect linked with counting wrappers around the C library's allocator.
+MALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free \
+	-Wl,--wrap=posix_memalign,--wrap=aligned_alloc,--wrap=memalign,--wrap=kr_loop_run
+MALLOC_BIN := $(O)/kreflect-malloc
+# Capacities for 10,000 objects of 1 KiB, built into their own output directory.
+RELIST_DIR := build/x86_64-relist
+RELIST_CAPS := -DKR_MAX_OBJECTS=16384 -DKR_ARENA_BYTES=33554432u
+
+.PHONY: bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench
+
+bench-transport: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bench
+	$(Q)build/x86_64/bench/bench_transport
+
+malloc-variant: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 build/x86_64/kreflect-malloc
+
+test-malloc: malloc-variant
+	$(Q)sh tests/malloc/run.sh
+
+relist-variant: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 O=$(RELIST_DIR) EXTRA_CPPFLAGS='$(RELIST_CAPS)' target-bin
+
+bench-relist: relist-variant
+	$(Q)sh tests/bench/relist_rss.sh paged $(RELIST_DIR)/kreflect
+	$(Q)sh tests/bench/relist_rss.sh cache $(RELIST_DIR)/kreflect
+
+target-bench: $(BENCHES)
+
+$(O)/bench/%: $(O)/obj/tests/bench/%.o $(OBJ) $(MBEDTLS_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(OBJ) $(MBEDTLS_LIB)
+
+$(MALLOC_BIN): $(MAIN_OBJ) $(OBJ) $(O)/obj/tests/malloc/malloc_count.o $(MBEDTLS_LIB)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) $(MALLOC_WRAP) -o $@ $(MAIN_OBJ) $(OBJ) \
+	  $(O)/obj/tests/malloc/malloc_count.o $(MBEDTLS_LIB)
+
+# `make test` builds the counting variant with the x86_64 tests (tests/malloc/run.sh uses it).
+ifeq ($(TARGET),x86_64)
+target-tests: $(MALLOC_BIN)
+endif

@@ -122,6 +122,15 @@ int kr_port_signals_open(void);
 /* Reads one pending signal number from fd; 0 if none is pending. */
 int kr_port_signal_read(int fd);
 
+/* --- memory ------------------------------------------------------------------- */
+
+/*
+ * Tells the kernel that p[0..len) holds nothing worth keeping: its whole
+ * pages go back to the system (and read as zeros when touched again). Used
+ * on the arena's tail after compaction, so RSS follows the bytes held.
+ */
+void kr_port_discard(void *p, size_t len);
+
 /* --- output ------------------------------------------------------------------- */
 
 struct kr_iov {

@@ -171,6 +171,7 @@ static void try_connect(struct kr_conn *c)
 		kr_log(KR_LOG_DEBUG, "unable to connect to %s: %s", addr, kr_port_last_error());
 		c->addr_index++;
 	}
+	c->resolved_at = 0;
 	fail(c, KR_EIO, "unable to connect: no address answered");
 }
 
@@ -181,6 +182,11 @@ static void start_connect(struct kr_conn *c)
 	arm(c, c->cfg.connect_timeout_ms);
 	if (kr_port_parse_ip(c->cfg.host, c->cfg.port, &c->addrs[0]) == 0) {
 		c->naddrs = 1;
+		try_connect(c);
+		return;
+	}
+	/* A reconnect soon after a lookup reuses its answer: no fork per reconnect. */
+	if (c->naddrs > 0 && c->resolved_at && kr_port_now_ms() - c->resolved_at < KR_DNS_CACHE_MS) {
 		try_connect(c);
 		return;
 	}
@@ -420,7 +426,7 @@ static void do_receive(struct kr_conn *c)
 			} else if (r == KR_ECLOSED && retry_stale(c)) {
 				return;
 			} else {
-				snprintf(why, sizeof(why), "connection closed by the server %s",
+				snprintf(why, sizeof(why), "the server closed the connection %s",
 					 r == KR_ECLOSED ? "before any response"
 							 : c->resp.error ? c->resp.error : "mid-response");
 				fail(c, KR_ECLOSED, why);
@@ -489,6 +495,7 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 			return;
 		}
 		c->naddrs = r;
+		c->resolved_at = kr_port_now_ms();
 		try_connect(c);
 		return;
 	case KR_CONN_CONNECTING:
@@ -507,6 +514,7 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 			}
 			snprintf(why, sizeof(why), "unable to connect to %s: %s", addr,
 				 kr_port_last_error());
+			c->resolved_at = 0;    /* look the name up again next time */
 			fail(c, KR_EIO, why);
 			return;
 		}

@@ -22,6 +22,9 @@
 #ifndef KR_HOST_MAX
 #define KR_HOST_MAX 256            /* DNS names are at most 253 bytes */
 #endif
+#ifndef KR_DNS_CACHE_MS
+#define KR_DNS_CACHE_MS 30000      /* a lookup's answer is reused this long */
+#endif
 #ifndef KR_CONN_MAX_ADDRS
 #define KR_CONN_MAX_ADDRS 8        /* addresses tried in turn for one name */
 #endif
@@ -76,6 +79,7 @@ struct kr_conn {
 	int naddrs;
 	int addr_index;
 	int resolve_fd;
+	kr_ms_t resolved_at;           /* when addrs came from a lookup; 0 = never / stale */
 	struct kr_request req;         /* the request in flight (callbacks) */
 	int have_request;
 	int reused;                    /* sent on a kept-alive connection */

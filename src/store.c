@@ -1,5 +1,7 @@
 #include "store.h"
 
+#include "port.h"
+
 #include <string.h>
 
 #include "kreflect.h"
@@ -232,6 +234,8 @@ size_t kr_store_compact(struct kr_store *s)
 	s->used = wr;
 	s->garbage = 0;
 	s->compactions++;
+	/* The freed tail's pages go back: RSS follows the bytes held, not the peak. */
+	kr_port_discard(s->arena + wr, before - wr);
 	return before - wr;
 }
 

@@ -27,8 +27,10 @@ run_suite() {
 	shift
 	log="$log_dir/$(echo "$name" | tr '/ ' '__').log"
 	echo "== $name"
+	t0=$(date +%s)
 	"$@" >"$log" 2>&1
 	rc=$?
+	echo "($name took $(($(date +%s) - t0)) s)"
 	# Show failures and the summary; the whole log stays in build/test-logs/.
 	grep -E '^(FAIL|not ok|ERROR|==[0-9]+==|.*runtime error)' "$log" | head -40
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
@@ -73,6 +75,7 @@ case " $* " in
 *" x86_64 "*)
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
+	run_suite malloc sh tests/malloc/run.sh
 	;;
 esac
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -377,6 +378,17 @@ int kr_port_signal_read(int fd)
 	if (n != (ssize_t)sizeof(si))
 		return 0;
 	return (int)si.ssi_signo;
+}
+
+/* --- memory ------------------------------------------------------------------------ */
+
+void kr_port_discard(void *p, size_t len)
+{
+	uintptr_t page = 4096, a = (uintptr_t)p, lo = (a + page - 1) & ~(page - 1);
+	uintptr_t hi = (a + len) & ~(page - 1);
+
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 /* --- output ------------------------------------------------------------------------- */
