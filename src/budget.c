@@ -4,6 +4,7 @@
 #include "reflector.h"
 #include "resource.h"
 #include "sink.h"
+#include "sink_dir.h"
 #include "store.h"
 #include "tls.h"
 
@@ -22,6 +23,8 @@ static const struct kr_budget_item items[] = {
 	  "CA and client credentials while loading, bearer token" },
 	{ "resources", KR_MAX_RESOURCES * sizeof(struct kr_resource) + sizeof(struct kr_jsonl),
 	  "what to mirror, output state" },
+	{ "dir-sink", sizeof(struct kr_dirsink),
+	  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 };
 
 const struct kr_budget_item *kr_budget_items(size_t *count)

@@ -19,6 +19,7 @@
 #include "reflector.h"
 #include "resource.h"
 #include "sink.h"
+#include "sink_dir.h"
 #include "store.h"
 #include "tls.h"
 
@@ -35,6 +36,7 @@ static struct kr_store store;
 static struct kr_loop loop;
 static struct kr_tls_ctx tls_ctx;
 static struct kr_jsonl jsonl;
+static struct kr_dirsink dirsink;
 static struct kr_resource resources[KR_MAX_RESOURCES];
 static unsigned char pem[KR_PEM_MAX + 3];
 static char token[KR_TOKEN_MAX + 1];
@@ -71,6 +73,15 @@ static const char usage[] =
 	"  --once                         list, print, exit 0 (exit 1 if not synced in --timeout)\n"
 	"  --timeout SECONDS              --once: give up after this long (default 60)\n"
 	"output:\n"
+	"  --dir PATH                     write objects as files under PATH (ConfigMaps and\n"
+	"                                 Secrets: one file per data key; others: <ns>_<name>.json),\n"
+	"                                 atomically, never rewriting unchanged files, removing\n"
+	"                                 exactly the files of deleted objects (manifest in PATH)\n"
+	"  --dir-layout flat|object       flat: PATH/<key>; object: PATH/<ns>/<name>/<key>\n"
+	"  --dir-annotation KEY           annotation choosing a subdirectory (default\n"
+	"                                 kreflect.io/target-dir; \"\" turns it off)\n"
+	"  --file-mode MODE               mode of files written (octal, default 0644)\n"
+	"  --secret-file-mode MODE        mode of Secret data files (octal, default 0600)\n"
 	"  -o, --output jsonl|none        default jsonl on stdout:\n"
 	"        {\"type\":\"ADDED|MODIFIED|DELETED|RESYNC\",\"object\":{...}}\n"
 	"        {\"type\":\"SYNCED\",\"resource\":\"...\",\"resourceVersion\":\"...\",\"count\":N}\n"
@@ -103,6 +114,7 @@ struct options {
 	int once;
 	int timeout_s;
 	struct kr_reflector_opts ropts;
+	struct kr_dirsink_opts dir;
 };
 
 static void print_version(void)
@@ -365,6 +377,30 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--initial-events-timeout must be 1 to 3600 seconds, not '%s'", v);
 			o->ropts.initial_events_timeout_ms = (int)n * 1000;
+		} else if ((v = value_of(argc, argv, &i, "--dir", NULL))) {
+			if (!*v)
+				return usage_error("--dir needs a directory%s", "");
+			o->dir.path = v;
+		} else if ((v = value_of(argc, argv, &i, "--dir-layout", NULL))) {
+			if (strcmp(v, "flat") == 0)
+				o->dir.layout_object = 0;
+			else if (strcmp(v, "object") == 0)
+				o->dir.layout_object = 1;
+			else
+				return usage_error("--dir-layout must be flat or object, not '%s'", v);
+		} else if ((v = value_of(argc, argv, &i, "--dir-annotation", NULL))) {
+			o->dir.annotation = v;
+		} else if ((v = value_of(argc, argv, &i, "--file-mode", NULL)) ||
+			   (v = value_of(argc, argv, &i, "--secret-file-mode", NULL))) {
+			char *end;
+			unsigned long mode = strtoul(v, &end, 8);
+
+			if (!*v || *end || mode > 07777)
+				return usage_error("%s must be an octal mode like 0640, not '%s'", a, v);
+			if (strncmp(a, "--file-mode", 11) == 0)
+				o->dir.file_mode = (unsigned)mode;
+			else
+				o->dir.secret_mode = (unsigned)mode;
 		} else if (strcmp(a, "--keep-managed-fields") == 0) {
 			o->ropts.keep_managed_fields = 1;
 		} else if (strcmp(a, "--once") == 0) {
@@ -502,6 +538,15 @@ int main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 	top.token = token[0] ? token : NULL;
+	if (o.dir.path) {
+		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kreflect: --dir %s: %s\n", o.dir.path, err);
+			return EXIT_USAGE;
+		}
+		sink.event = kr_dirsink_event;
+		sink.arg = &dirsink;
+		kr_reflect_add_sink(&top, &sink);
+	}
 	if (!o.output_none) {
 		kr_jsonl_init(&jsonl, 1);
 		sink.event = kr_jsonl_event;

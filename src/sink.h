@@ -26,6 +26,9 @@ struct kr_event {
 	const char *obj;               /* object JSON; NULL for SYNCED */
 	size_t objlen;
 	size_t count;                  /* SYNCED: objects of the resource now held */
+	int partial;                   /* SYNCED: some objects could not be read; the
+					  mirror kept their old state, so nothing may be
+					  concluded from their absence */
 };
 
 struct kr_sink {

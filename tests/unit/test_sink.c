@@ -27,7 +27,7 @@ static int capture(const struct kr_event *ev, char *out, size_t size)
 KR_TEST(sink, jsonl_object_line)
 {
 	struct kr_event ev = { KR_EV_MODIFIED, 0, "configmaps", "default/a", "7",
-			       "{\"metadata\":{\"name\":\"a\"}}", 25, 0 };
+			       "{\"metadata\":{\"name\":\"a\"}}", 25, 0, 0 };
 	char out[256];
 
 	check(capture(&ev, out, sizeof(out)) == 1);
@@ -37,7 +37,7 @@ KR_TEST(sink, jsonl_object_line)
 
 KR_TEST(sink, jsonl_synced_line_escapes)
 {
-	struct kr_event ev = { KR_EV_SYNCED, 0, "we\"ird", NULL, "12\\3", NULL, 0, 42 };
+	struct kr_event ev = { KR_EV_SYNCED, 0, "we\"ird", NULL, "12\\3", NULL, 0, 42, 0 };
 	char out[256];
 
 	check(capture(&ev, out, sizeof(out)) == 1);
@@ -47,7 +47,7 @@ KR_TEST(sink, jsonl_synced_line_escapes)
 
 KR_TEST(sink, jsonl_write_failure_is_reported_once)
 {
-	struct kr_event ev = { KR_EV_ADDED, 0, "configmaps", "k", "1", "{}", 2, 0 };
+	struct kr_event ev = { KR_EV_ADDED, 0, "configmaps", "k", "1", "{}", 2, 0, 0 };
 	struct kr_jsonl j;
 	int p[2];
 

@@ -1,0 +1,1427 @@
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "log.h"
+#include "port.h"
+#include "sink_dir.h"
+
+#define F_SEEN 1u  /* wanted by an event since init; loaded entries are not, yet */
+#define F_DEAD 2u  /* removed; its names wait for compaction */
+#define F_TODO 4u  /* claimed by the current event, not written yet */
+#define F_NEW 8u   /* added by the current event: undone if the manifest cannot say so */
+
+#define MANIFEST_HEADER "kreflect-manifest 1"
+#define TMP_PREFIX ".kreflect-tmp-"
+#define RESERVED_PREFIX ".kreflect"
+#define TMP_TRIES 8
+
+enum kind { KIND_OTHER, KIND_CONFIGMAP, KIND_SECRET };
+
+/* The object an event is about, as the helpers below need it. */
+struct obj {
+	const struct kr_event *ev;
+	int ntoks;
+	enum kind kind;
+	uint32_t owner_hash;
+	char ns[KR_DIRSINK_NAME_MAX + 1];
+	char name[KR_DIRSINK_NAME_MAX + 1];
+	char dir[KR_DIRSINK_PATH_MAX];   /* directory of its files, relative to the root */
+	char file[2 * KR_DIRSINK_NAME_MAX + 8];  /* KIND_OTHER: its one file's name */
+};
+
+/* --- names --------------------------------------------------------------------------- */
+
+static uint32_t hash_add(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static uint32_t owner_hash(const char *res, const char *key)
+{
+	return hash_add(hash_add(2166136261u, res) * 16777619u, key);
+}
+
+static uint32_t path_hash(const char *path)
+{
+	return hash_add(2166136261u, path);
+}
+
+static int has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* Why s[0..len) cannot be a file name, or NULL if it can. */
+static const char *bad_name(const char *s, size_t len)
+{
+	if (len == 0)
+		return "empty";
+	if (len > KR_DIRSINK_NAME_MAX)
+		return "longer than 255 bytes";
+	if (strlen(s) != len)
+		return "contains a NUL byte";
+	if (strchr(s, '/'))
+		return "contains '/'";
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return "is '.' or '..'";
+	if (strncmp(s, RESERVED_PREFIX, sizeof(RESERVED_PREFIX) - 1) == 0)
+		return "starts with the reserved '" RESERVED_PREFIX "'";
+	if (has_control(s))
+		return "contains a control character";
+	return NULL;
+}
+
+/*
+ * Copies a relative path src into out, dropping empty and "." components.
+ * Returns NULL, or why src is refused: absolute, "..", a bad component.
+ */
+static const char *normalize_dir(const char *src, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (src[0] == '/')
+		return "is an absolute path";
+	while (*src) {
+		const char *end = strchr(src, '/');
+		size_t len = end ? (size_t)(end - src) : strlen(src);
+		char comp[KR_DIRSINK_NAME_MAX + 1];
+		const char *why;
+
+		if (len == 0 || (len == 1 && src[0] == '.')) {
+			src += len + (end ? 1 : 0);
+			continue;
+		}
+		if (len == 2 && src[0] == '.' && src[1] == '.')
+			return "contains a '..' component";
+		if (len > KR_DIRSINK_NAME_MAX)
+			return "has a component longer than 255 bytes";
+		memcpy(comp, src, len);
+		comp[len] = '\0';
+		why = bad_name(comp, len);
+		if (why)
+			return why;
+		if (n + (n ? 1 : 0) + len + 1 > size)
+			return "is too long";
+		if (n)
+			out[n++] = '/';
+		memcpy(out + n, comp, len + 1);
+		n += len;
+		src += len + (end ? 1 : 0);
+	}
+	return NULL;
+}
+
+/* A manifest path: relative, every component a file name. Nonzero if good. */
+static int good_rel(const char *rel)
+{
+	char norm[KR_DIRSINK_PATH_MAX];
+
+	return rel[0] && !normalize_dir(rel, norm, sizeof(norm)) && strcmp(norm, rel) == 0;
+}
+
+/* out = a "/" b, or b alone when a is "". Returns 0, or KR_ETOOBIG. */
+static int join(char *out, size_t size, const char *a, const char *b)
+{
+	int n = a[0] ? snprintf(out, size, "%s/%s", a, b) : snprintf(out, size, "%s", b);
+
+	return n < 0 || (size_t)n >= size ? KR_ETOOBIG : 0;
+}
+
+/* The directory part of path (up to its last '/'), or "" if it has none. */
+static void dirname_of(const char *path, char *out, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, path, n);
+	out[n] = '\0';
+}
+
+/* s[0..len) made fit for a log line: control bytes as '?', cut at 64 with "...". */
+static const char *printable(char *out, size_t size, const char *s, size_t len)
+{
+	size_t i, n = 0, max = size > 4 ? size - 4 : 0;
+
+	for (i = 0; i < len && n < max && i < 64; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		out[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	if (i < len && size >= 4) {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* --- the manifest in memory ------------------------------------------------------------ */
+
+static const char *e_res(const struct kr_dirsink *d, const struct kr_dirsink_entry *e)
+{
+	return d->names + e->off;
+}
+
+static const char *e_key(const struct kr_dirsink *d, const struct kr_dirsink_entry *e)
+{
+	const char *r = e_res(d, e);
+
+	return r + strlen(r) + 1;
+}
+
+static const char *e_path(const struct kr_dirsink *d, const struct kr_dirsink_entry *e)
+{
+	const char *k = e_key(d, e);
+
+	return k + strlen(k) + 1;
+}
+
+static int owned_by(const struct kr_dirsink *d, const struct kr_dirsink_entry *e, uint32_t oh,
+		    const char *res, const char *key)
+{
+	return !(e->flags & F_DEAD) && e->owner_hash == oh && strcmp(e_res(d, e), res) == 0 &&
+	       strcmp(e_key(d, e), key) == 0;
+}
+
+static struct kr_dirsink_entry *find_path(struct kr_dirsink *d, const char *rel)
+{
+	uint32_t h = path_hash(rel);
+	size_t i;
+
+	for (i = 0; i < d->nentries; i++) {
+		struct kr_dirsink_entry *e = &d->entries[i];
+
+		if (!(e->flags & F_DEAD) && e->path_hash == h && strcmp(e_path(d, e), rel) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static void drop_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e)
+{
+	e->flags |= F_DEAD;
+	d->nlive--;
+	d->names_garbage += e->len;
+}
+
+/* Slides the live entries and their names down over the dead ones. */
+static void compact_names(struct kr_dirsink *d)
+{
+	size_t i, j = 0, used = 0;
+
+	for (i = 0; i < d->nentries; i++) {
+		struct kr_dirsink_entry e = d->entries[i];
+
+		if (e.flags & F_DEAD)
+			continue;
+		memmove(d->names + used, d->names + e.off, e.len);
+		e.off = (uint32_t)used;
+		used += e.len;
+		d->entries[j++] = e;
+	}
+	d->nentries = j;
+	d->names_used = used;
+	d->names_garbage = 0;
+}
+
+/*
+ * Adds an entry (pointers to entries are stale after). Returns it, or NULL
+ * when the manifest is full.
+ */
+static struct kr_dirsink_entry *add_entry(struct kr_dirsink *d, const char *res, const char *key,
+					  const char *rel, uint32_t flags)
+{
+	size_t lr = strlen(res) + 1, lk = strlen(key) + 1, lp = strlen(rel) + 1;
+	size_t need = lr + lk + lp;
+	struct kr_dirsink_entry *e;
+
+	if (d->nlive >= d->max_files)
+		return NULL;
+	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names))
+		compact_names(d);
+	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names))
+		return NULL;
+	e = &d->entries[d->nentries++];
+	e->off = (uint32_t)d->names_used;
+	e->len = (uint32_t)need;
+	memcpy(d->names + d->names_used, res, lr);
+	memcpy(d->names + d->names_used + lr, key, lk);
+	memcpy(d->names + d->names_used + lr + lk, rel, lp);
+	d->names_used += need;
+	e->owner_hash = owner_hash(res, key);
+	e->path_hash = path_hash(rel);
+	e->stamp = d->stamp;
+	e->flags = flags;
+	d->nlive++;
+	return e;
+}
+
+/* --- the manifest on disk --------------------------------------------------------------- */
+
+static int manifest_path(const struct kr_dirsink *d, char *out, size_t size)
+{
+	return join(out, size, d->root, KR_DIRSINK_MANIFEST);
+}
+
+/* Appends one line of fields (tab-separated) to buf[*len..size); 0 or KR_ENOSPC. */
+static int put_line(char *buf, size_t *len, size_t size, const char *const *fields, int n)
+{
+	size_t at = *len;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(fields[i]);
+
+		if (at + l + 1 > size)
+			return KR_ENOSPC;
+		memcpy(buf + at, fields[i], l);
+		at += l;
+		buf[at++] = i + 1 < n ? '\t' : '\n';
+	}
+	*len = at;
+	return 0;
+}
+
+/*
+ * Creates a temporary file next to where full will be, trying a few numbers.
+ * Returns the descriptor (its path in tmp) or a negative KR_E code.
+ */
+static int create_tmp(struct kr_dirsink *d, const char *dir, const char *base, unsigned mode,
+		      char *tmp, size_t size)
+{
+	int i, fd = KR_EINVAL;
+
+	for (i = 0; i < TMP_TRIES && fd == KR_EINVAL; i++) {
+		int n = dir[0] ? snprintf(tmp, size, "%s/" TMP_PREFIX "%.200s-%lu", dir, base,
+					  d->tmp_seq++)
+			       : snprintf(tmp, size, TMP_PREFIX "%.200s-%lu", base, d->tmp_seq++);
+
+		if (n < 0 || (size_t)n >= size)
+			return KR_ETOOBIG;
+		fd = kr_port_fs_create(tmp, mode);
+	}
+	return fd;
+}
+
+/* Writes buf[0..len) to fd, syncs and closes it; on failure removes tmp. 0 or KR_EIO. */
+static int finish_tmp(int fd, const char *tmp, const void *buf, size_t len)
+{
+	int r = kr_port_fs_write(fd, buf, len);
+
+	if (r == 0)
+		r = kr_port_fs_sync(fd);
+	if (kr_port_fs_close(fd) < 0 && r == 0)
+		r = KR_EIO;
+	if (r < 0)
+		kr_port_fs_unlink(tmp);
+	return r;
+}
+
+/*
+ * Rewrites the whole manifest from memory, atomically; pending journal lines
+ * are part of memory, so they are dropped once it is written. Returns 0 or
+ * KR_EIO (logged; the journal is kept and d->rewrite set to try again).
+ */
+static int manifest_write(struct kr_dirsink *d)
+{
+	char path[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_PATH_MAX];
+	const char *header = MANIFEST_HEADER "\n";
+	size_t i, len;
+	int fd, r = 0;
+
+	d->rewrite = 1;
+	if (manifest_path(d, path, sizeof(path)) < 0)
+		return KR_EIO;
+	fd = create_tmp(d, d->root, "manifest", KR_DIRSINK_MANIFEST_MODE, tmp, sizeof(tmp));
+	if (fd < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s: %s", path,
+		       fd == KR_EINVAL ? "no free temporary file name" : kr_port_fs_error());
+		return KR_EIO;
+	}
+	len = strlen(header);
+	memcpy(d->chunk, header, len);
+	for (i = 0; i < d->nentries && r == 0; i++) {
+		const struct kr_dirsink_entry *e = &d->entries[i];
+		const char *f[4];
+
+		if (e->flags & F_DEAD)
+			continue;
+		f[0] = "+";
+		f[1] = e_res(d, e);
+		f[2] = e_key(d, e);
+		f[3] = e_path(d, e);
+		if (put_line(d->chunk, &len, sizeof(d->chunk), f, 4) == 0)
+			continue;
+		r = kr_port_fs_write(fd, d->chunk, len);
+		len = 0;
+		if (r == 0 && put_line(d->chunk, &len, sizeof(d->chunk), f, 4) < 0)
+			r = KR_EIO;  /* cannot happen: the chunk holds a longest line */
+	}
+	if (r < 0) {
+		kr_port_fs_close(fd);
+		kr_port_fs_unlink(tmp);
+	} else {
+		r = finish_tmp(fd, tmp, d->chunk, len);
+	}
+	if (r == 0 && kr_port_fs_rename(tmp, path) < 0) {
+		kr_port_fs_unlink(tmp);
+		r = KR_EIO;
+	}
+	if (r == 0)
+		r = kr_port_fs_sync_dir(d->root);
+	if (r < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s: %s", path, kr_port_fs_error());
+		return KR_EIO;
+	}
+	d->rewrite = 0;
+	d->jlen = 0;
+	d->jlines = 0;
+	d->manifest_lines = d->nlive;
+	return 0;
+}
+
+/*
+ * Appends the pending journal lines to the manifest and syncs it (or rewrites
+ * it whole when that is due). Returns 0 or KR_EIO (logged; lines kept).
+ */
+static int journal_flush(struct kr_dirsink *d)
+{
+	char path[KR_DIRSINK_PATH_MAX];
+	int fd, r;
+
+	if (d->rewrite)
+		return manifest_write(d);
+	if (d->jlen == 0)
+		return 0;
+	if (manifest_path(d, path, sizeof(path)) < 0)
+		return KR_EIO;
+	fd = kr_port_fs_open_append(path);
+	if (fd == KR_ENOENT)
+		return manifest_write(d);  /* removed under us: write it whole */
+	if (fd < 0) {
+		kr_log(KR_LOG_ERROR, "unable to append to %s: %s", path, kr_port_fs_error());
+		return KR_EIO;
+	}
+	r = kr_port_fs_write(fd, d->journal, d->jlen);
+	if (r == 0)
+		r = kr_port_fs_sync(fd);
+	if (kr_port_fs_close(fd) < 0 && r == 0)
+		r = KR_EIO;
+	if (r < 0) {
+		/* Part of the lines may be in: a whole rewrite is the way back to a known state. */
+		kr_log(KR_LOG_ERROR, "unable to append to %s: %s", path, kr_port_fs_error());
+		d->rewrite = 1;
+		return KR_EIO;
+	}
+	d->manifest_lines += d->jlines;
+	d->jlen = 0;
+	d->jlines = 0;
+	/* Keeps the journal under twice the live entries: amortised O(1) per change. */
+	if (d->manifest_lines > 2 * d->nlive + 64)
+		return manifest_write(d);
+	return 0;
+}
+
+/* Queues a manifest line ("+" res key path or "-" path). Returns 0 or KR_EIO. */
+static int journal_add(struct kr_dirsink *d, const char *op, const char *res, const char *key,
+		       const char *rel)
+{
+	const char *f[4];
+	int n = 0;
+
+	f[n++] = op;
+	if (res) {
+		f[n++] = res;
+		f[n++] = key;
+	}
+	f[n++] = rel;
+	if (put_line(d->journal, &d->jlen, sizeof(d->journal), f, n) < 0) {
+		if (journal_flush(d) < 0)
+			return KR_EIO;
+		if (put_line(d->journal, &d->jlen, sizeof(d->journal), f, n) < 0)
+			return KR_EIO;
+	}
+	d->jlines++;
+	return 0;
+}
+
+/* Applies one manifest line at load. Returns 0, or -1 if the line is not one. */
+static int load_line(struct kr_dirsink *d, char *line)
+{
+	char *f[4];
+	int n = 0;
+
+	f[n++] = line;
+	for (; *line; line++) {
+		if (*line != '\t')
+			continue;
+		if (n == 4)
+			return -1;
+		*line = '\0';
+		f[n++] = line + 1;
+	}
+	if (n == 2 && strcmp(f[0], "-") == 0) {
+		struct kr_dirsink_entry *e = find_path(d, f[1]);
+
+		if (e)
+			drop_entry(d, e);
+		return 0;
+	}
+	if (n != 4 || strcmp(f[0], "+") != 0)
+		return -1;
+	if (!f[1][0] || strlen(f[1]) >= KR_DIRSINK_RES_MAX || has_control(f[1]))
+		return -1;
+	if (!f[2][0] || strlen(f[2]) >= KR_KEY_MAX || has_control(f[2]) || !good_rel(f[3]))
+		return -1;
+	{
+		struct kr_dirsink_entry *e = find_path(d, f[3]);
+
+		if (e)
+			drop_entry(d, e);
+	}
+	if (!add_entry(d, f[1], f[2], f[3], 0)) {
+		kr_log(KR_LOG_ERROR, "unable to load the manifest entry of %s: the manifest is full "
+		       "(%d files); kreflect will not remove that file", f[3],
+		       (int)KR_DIRSINK_MAX_FILES);
+		d->stats.errors++;
+	}
+	return 0;
+}
+
+/*
+ * Reads the manifest into memory. Returns 0 (with *rewrite set if the file
+ * should be rewritten: missing, removed entries, bad lines), or an error.
+ */
+static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t errlen)
+{
+	char path[KR_DIRSINK_PATH_MAX];
+	size_t ll = 0, lines = 0, bad = 0, total = 0, max = d->max_files, j;
+	int fd, overlong = 0, header = 0;
+	long n;
+
+	if (manifest_path(d, path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "unable to use %s: the path is too long", d->root);
+		return KR_EINVAL;
+	}
+	fd = kr_port_fs_open_read(path);
+	if (fd == KR_ENOENT) {
+		*rewrite = 1;
+		return 0;
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "unable to read %s: %s", path,
+			 fd == KR_EINVAL ? "not a regular file" : kr_port_fs_error());
+		return fd == KR_EINVAL ? KR_EINVAL : KR_EIO;
+	}
+	/* The journal's history may pass this run's bound; only what is left counts. */
+	d->max_files = KR_DIRSINK_MAX_FILES;
+	while ((n = kr_port_fs_read(fd, d->chunk, sizeof(d->chunk))) > 0) {
+		long i;
+
+		total += (size_t)n;
+		for (i = 0; i < n; i++) {
+			char c = d->chunk[i];
+
+			if (c != '\n') {
+				if (ll < KR_DIRSINK_LINE_MAX)
+					d->buf[ll++] = c;
+				else
+					overlong = 1;
+				continue;
+			}
+			d->buf[ll] = '\0';
+			if (!header) {
+				if (strcmp(d->buf, MANIFEST_HEADER) != 0) {
+					kr_port_fs_close(fd);
+					d->max_files = max;
+					snprintf(err, errlen, "unable to read %s: not a kreflect "
+						 "manifest (first line is not \"%s\")", path,
+						 MANIFEST_HEADER);
+					return KR_EPROTO;
+				}
+				header = 1;
+			} else if (overlong || load_line(d, d->buf) < 0) {
+				bad++;
+			} else {
+				lines++;
+			}
+			ll = 0;
+			overlong = 0;
+		}
+	}
+	kr_port_fs_close(fd);
+	d->max_files = max;
+	if (n < 0) {
+		snprintf(err, errlen, "unable to read %s: %s", path, kr_port_fs_error());
+		return KR_EIO;
+	}
+	if (!header && total > 0) {
+		/* Never written by kreflect, whose first write of it is whole and renamed. */
+		snprintf(err, errlen, "unable to read %s: not a kreflect manifest", path);
+		return KR_EPROTO;
+	}
+	for (j = d->nentries; j-- > 0 && d->nlive > max;) {
+		struct kr_dirsink_entry *e = &d->entries[j];
+
+		if (e->flags & F_DEAD)
+			continue;
+		kr_log(KR_LOG_ERROR, "unable to keep the manifest entry of %s: the manifest is full "
+		       "(%zu files); kreflect will not remove that file", e_path(d, e), max);
+		d->stats.errors++;
+		drop_entry(d, e);
+		*rewrite = 1;
+	}
+	if (ll > 0 || overlong)
+		bad++;  /* a last line cut by a crash during an append */
+	if (bad)
+		kr_log(KR_LOG_WARN, "%s: ignored %zu unreadable lines", path, bad);
+	if (bad || !header || lines != d->nlive)
+		*rewrite = 1;
+	d->manifest_lines = lines;
+	return 0;
+}
+
+/* --- files ------------------------------------------------------------------------------- */
+
+/* Syncs the directory whose entries changed last, if any. */
+static void dir_sync(struct kr_dirsink *d)
+{
+	if (!d->syncdir[0])
+		return;
+	if (kr_port_fs_sync_dir(d->syncdir) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to sync directory %s: %s", d->syncdir,
+		       kr_port_fs_error());
+		d->stats.errors++;
+	}
+	d->syncdir[0] = '\0';
+}
+
+/* Notes that directory full changed; one fsync per directory per run of changes. */
+static void dir_dirty(struct kr_dirsink *d, const char *full)
+{
+	if (d->syncdir[0] && strcmp(d->syncdir, full) == 0)
+		return;
+	dir_sync(d);
+	snprintf(d->syncdir, sizeof(d->syncdir), "%s", full);
+}
+
+static void note_change(struct kr_dirsink *d, const char *rel)
+{
+	size_t i, n = strlen(rel) + 1;
+
+	for (i = 0; i < d->changes_len; i += strlen(d->changes + i) + 1)
+		if (strcmp(d->changes + i, rel) == 0)
+			return;
+	if (d->nchanges < 0x7fffffff)
+		d->nchanges++;
+	if (d->changes_len + n > sizeof(d->changes)) {
+		d->changes_lost = 1;
+		return;
+	}
+	memcpy(d->changes + d->changes_len, rel, n);
+	d->changes_len += n;
+}
+
+/*
+ * Creates the directories of rel (relative to the root) that are missing,
+ * refusing any component that exists as something other than a directory
+ * (a symbolic link could lead out of the root). Returns 0 or an error (logged).
+ */
+static int make_dirs(struct kr_dirsink *d, const char *rel, const struct obj *o)
+{
+	char full[KR_DIRSINK_PATH_MAX];
+	size_t base = strlen(d->root) + 1, i;
+
+	if (!rel[0])
+		return 0;
+	if (join(full, sizeof(full), d->root, rel) < 0)
+		return KR_ETOOBIG;
+	for (i = base;; i++) {
+		char c = full[i];
+		struct kr_fs_stat st;
+		int r;
+
+		if (c != '/' && c != '\0')
+			continue;
+		full[i] = '\0';
+		r = kr_port_fs_stat(full, &st);
+		if (r == 0 && st.type == KR_FS_NONE) {
+			r = kr_port_fs_mkdir(full, KR_DIRSINK_DIR_MODE);
+			if (r == 1) {
+				r = kr_port_fs_stat(full, &st);
+			} else if (r == 0) {
+				/* Its entry in the parent must last as the files in it will. */
+				char parent[KR_DIRSINK_PATH_MAX];
+
+				st.type = KR_FS_DIR;
+				dirname_of(full, parent, sizeof(parent));
+				r = kr_port_fs_sync_dir(parent);
+			}
+		}
+		if (r < 0) {
+			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s", full,
+			       o->ev->resource, o->ev->key, kr_port_fs_error());
+			return r;
+		}
+		if (st.type != KR_FS_DIR) {
+			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: something "
+			       "other than a directory is there", full, o->ev->resource, o->ev->key);
+			return KR_EINVAL;
+		}
+		if (c == '\0')
+			return 0;
+		full[i] = '/';
+	}
+}
+
+/* 1 if the regular file full holds exactly buf[0..len), 0 if not, < 0 on error. */
+static int same_bytes(struct kr_dirsink *d, const char *full, const char *buf, size_t len)
+{
+	size_t at = 0;
+	long n;
+	int fd = kr_port_fs_open_read(full);
+
+	if (fd < 0)
+		return fd;
+	while ((n = kr_port_fs_read(fd, d->chunk, sizeof(d->chunk))) > 0) {
+		if ((size_t)n > len - at || memcmp(d->chunk, buf + at, (size_t)n) != 0)
+			break;
+		at += (size_t)n;
+	}
+	kr_port_fs_close(fd);
+	if (n < 0)
+		return (int)n;
+	return n == 0 && at == len;
+}
+
+/*
+ * 0 if every directory between the root and the file rel is a directory (not
+ * a symbolic link: one could lead out of the root), KR_ENOENT if one is
+ * missing, KR_EINVAL if one is something else, KR_EIO.
+ */
+static int dirs_confined(const struct kr_dirsink *d, const char *rel)
+{
+	char full[KR_DIRSINK_PATH_MAX];
+	size_t i;
+
+	if (join(full, sizeof(full), d->root, rel) < 0)
+		return KR_EINVAL;
+	for (i = strlen(d->root) + 1; full[i]; i++) {
+		struct kr_fs_stat st;
+
+		if (full[i] != '/')
+			continue;
+		full[i] = '\0';
+		if (kr_port_fs_stat(full, &st) < 0)
+			return KR_EIO;
+		if (st.type != KR_FS_DIR)
+			return st.type == KR_FS_NONE ? KR_ENOENT : KR_EINVAL;
+		full[i] = '/';
+	}
+	return 0;
+}
+
+/*
+ * Makes rel (relative to the root, in directory o->dir, named base) hold
+ * exactly buf[0..len) with mode: nothing if it already does, else a
+ * temporary file renamed over it.
+ */
+static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel,
+		      const char *base, const char *buf, size_t len, unsigned mode)
+{
+	char full[KR_DIRSINK_PATH_MAX], dir[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_PATH_MAX];
+	struct kr_fs_stat st;
+	int fd, r;
+
+	if (make_dirs(d, o->dir, o) < 0)
+		goto error;
+	if (join(full, sizeof(full), d->root, rel) < 0 ||
+	    join(dir, sizeof(dir), d->root, o->dir) < 0)
+		goto error;  /* checked when it was claimed */
+	if (kr_port_fs_stat(full, &st) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, o->ev->resource,
+		       o->ev->key, kr_port_fs_error());
+		goto error;
+	}
+	if (st.type != KR_FS_NONE && st.type != KR_FS_FILE) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: it is not a regular file",
+		       rel, o->ev->resource, o->ev->key);
+		goto error;
+	}
+	if (st.type == KR_FS_FILE && st.mode == mode && st.size == (uint64_t)len &&
+	    same_bytes(d, full, buf, len) == 1) {
+		d->stats.unchanged++;
+		return 0;
+	}
+	fd = create_tmp(d, dir, base, mode, tmp, sizeof(tmp));
+	if (fd < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, o->ev->resource,
+		       o->ev->key, fd == KR_EINVAL ? "no free temporary file name"
+			       : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
+		goto error;
+	}
+	r = finish_tmp(fd, tmp, buf, len);
+	if (r == 0 && kr_port_fs_rename(tmp, full) < 0) {
+		kr_port_fs_unlink(tmp);
+		r = KR_EIO;
+	}
+	if (r < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, o->ev->resource,
+		       o->ev->key, kr_port_fs_error());
+		goto error;
+	}
+	dir_dirty(d, dir);
+	d->stats.written++;
+	note_change(d, rel);
+	kr_log(KR_LOG_DEBUG, "wrote %s (%zu bytes) for %s %s", rel, len, o->ev->resource,
+	       o->ev->key);
+	return 0;
+error:
+	d->stats.errors++;
+	return KR_EIO;
+}
+
+/* Forgets a pending sync of directory full (it was removed) in favour of its parent. */
+static void dir_removed(struct kr_dirsink *d, const char *full)
+{
+	char parent[KR_DIRSINK_PATH_MAX];
+
+	if (strcmp(d->syncdir, full) == 0)
+		d->syncdir[0] = '\0';
+	dirname_of(full, parent, sizeof(parent));
+	if (parent[0])
+		dir_dirty(d, parent);
+}
+
+/*
+ * Removes the file of entry e and the entry; the object layout's <ns>/<name>
+ * and <ns> directories go too once empty. why is for the log. On failure the
+ * entry is kept, to try again on the next event of its object or restart.
+ */
+static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const char *why)
+{
+	char full[KR_DIRSINK_PATH_MAX], dir[KR_DIRSINK_PATH_MAX], rel[KR_DIRSINK_PATH_MAX];
+	const char *res = e_res(d, e), *key = e_key(d, e);
+	struct kr_fs_stat st;
+	size_t dl, kl;
+	int r;
+
+	snprintf(rel, sizeof(rel), "%s", e_path(d, e));
+	r = dirs_confined(d, rel);
+	if (r == KR_EIO || join(full, sizeof(full), d->root, rel) < 0 ||
+	    (r == 0 && kr_port_fs_stat(full, &st) < 0)) {
+		kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", rel, res, key,
+		       kr_port_fs_error());
+		d->stats.errors++;
+		return;
+	}
+	if (r == KR_ENOENT) {
+		st.type = KR_FS_NONE;  /* its directory is gone, and the file with it */
+	} else if (r < 0) {
+		kr_log(KR_LOG_WARN, "a directory on the way to %s of %s %s is now a link or a file; "
+		       "leaving it", rel, res, key);
+		st.type = KR_FS_DIR;
+	}
+	if (st.type == KR_FS_DIR) {
+		/* Someone made a directory of it (or of the way): forget it, touch nothing. */
+		if (r == 0)
+			kr_log(KR_LOG_WARN, "%s of %s %s is now a directory; leaving it", rel, res,
+			       key);
+	} else if (st.type != KR_FS_NONE) {
+		r = kr_port_fs_unlink(full);
+		if (r < 0 && r != KR_ENOENT) {
+			kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", rel, res, key,
+			       kr_port_fs_error());
+			d->stats.errors++;
+			return;
+		}
+		if (r == 0) {
+			d->stats.removed++;
+			note_change(d, rel);
+			kr_log(KR_LOG_DEBUG, "removed %s of %s %s (%s)", rel, res, key, why);
+		}
+	}
+	/*
+	 * Dead before the journal line: a rewrite it may cause must not list it.
+	 * res and key stay readable, as names only move in add_entry. The line
+	 * comes after the file is gone: a crash between leaves a harmless entry.
+	 */
+	drop_entry(d, e);
+	if (journal_add(d, "-", NULL, NULL, rel) < 0)
+		d->stats.errors++;
+	dirname_of(full, dir, sizeof(dir));
+	dir_dirty(d, dir);
+
+	/* A directory ending in the owner's "<ns>/<name>" is the object layout's. */
+	dirname_of(rel, dir, sizeof(dir));
+	dl = strlen(dir);
+	kl = strlen(key);
+	if (!strchr(key, '/') || dl < kl || strcmp(dir + dl - kl, key) != 0 ||
+	    (dl > kl && dir[dl - kl - 1] != '/') || join(full, sizeof(full), d->root, dir) < 0)
+		return;
+	if (kr_port_fs_rmdir(full) < 0)
+		return;  /* not empty, most likely: other files of the object or someone's */
+	dir_removed(d, full);
+	dirname_of(full, dir, sizeof(dir));
+	if (kr_port_fs_rmdir(dir) == 0)
+		dir_removed(d, dir);
+}
+
+/* --- objects ------------------------------------------------------------------------------ */
+
+enum phase { CLAIM, WRITE };
+
+/*
+ * Takes ownership of o->dir/base for the current event: the path must be
+ * unowned and absent, or owned by this object. New entries go to the journal.
+ */
+static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
+{
+	const struct kr_event *ev = o->ev;
+	char rel[KR_DIRSINK_PATH_MAX], full[KR_DIRSINK_PATH_MAX];
+	struct kr_dirsink_entry *e;
+	struct kr_fs_stat st;
+
+	if (join(rel, sizeof(rel), o->dir, base) < 0 || join(full, sizeof(full), d->root, rel) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s/%s for %s %s: the path is longer than %d "
+		       "bytes", o->dir, base, ev->resource, ev->key, (int)KR_DIRSINK_PATH_MAX - 1);
+		d->stats.errors++;
+		return;
+	}
+	e = find_path(d, rel);
+	if (e && !owned_by(d, e, o->owner_hash, ev->resource, ev->key)) {
+		/* Names both; an owner's key is "namespace/name", never a secret. */
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: conflict: %s %s writes it; "
+		       "the first owner keeps it", rel, ev->resource, ev->key, e_res(d, e), e_key(d, e));
+		d->stats.conflicts++;
+		return;
+	}
+	if (e && e->stamp == d->stamp) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the object has that key twice",
+		       rel, ev->resource, ev->key);
+		d->stats.errors++;
+		return;
+	}
+	if (e) {
+		e->stamp = d->stamp;
+		e->flags |= F_SEEN | F_TODO;
+		return;
+	}
+	if (kr_port_fs_stat(full, &st) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, ev->resource, ev->key,
+		       kr_port_fs_error());
+		d->stats.errors++;
+		return;
+	}
+	if (st.type != KR_FS_NONE) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: conflict: the file exists and "
+		       "is not kreflect's", rel, ev->resource, ev->key);
+		d->stats.conflicts++;
+		return;
+	}
+	e = add_entry(d, ev->resource, ev->key, rel, F_SEEN | F_TODO | F_NEW);
+	if (!e) {
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the manifest is full (%zu files)",
+		       rel, ev->resource, ev->key, d->max_files);
+		d->stats.errors++;
+		return;
+	}
+	/* journal_add may rewrite the manifest, which reads entries but never moves them. */
+	if (journal_add(d, "+", ev->resource, ev->key, rel) < 0) {
+		drop_entry(d, e);
+		d->stats.errors++;
+	}
+}
+
+/* The entry claimed for o->dir/base in this event and not yet written, or NULL. */
+static struct kr_dirsink_entry *claimed(struct kr_dirsink *d, const struct obj *o,
+					const char *base, char *rel, size_t size)
+{
+	struct kr_dirsink_entry *e;
+
+	if (join(rel, size, o->dir, base) < 0)
+		return NULL;
+	e = find_path(d, rel);
+	if (!e || !(e->flags & F_TODO) || e->stamp != d->stamp ||
+	    !owned_by(d, e, o->owner_hash, o->ev->resource, o->ev->key))
+		return NULL;
+	e->flags &= ~F_TODO;
+	return e;
+}
+
+/* Gives up an entry this event added but could not write: no file, no claim. */
+static void unclaim(struct kr_dirsink *d, struct kr_dirsink_entry *e)
+{
+	if (!(e->flags & F_NEW))
+		return;  /* an old file stays as it was */
+	drop_entry(d, e);
+	if (journal_add(d, "-", NULL, NULL, e_path(d, e)) < 0)
+		d->stats.errors++;
+}
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Decodes standard base64 (padding optional) in place. Returns the decoded
+ * length, or -1 if s[0..len) is not base64. Output never overtakes input.
+ */
+static long b64_decode(char *s, size_t len)
+{
+	size_t i, out = 0, pad = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+
+	for (i = 0; i < len; i++) {
+		int v;
+
+		if (s[i] == '=') {
+			pad++;
+			continue;
+		}
+		v = b64_value((unsigned char)s[i]);
+		if (v < 0 || pad)
+			return -1;
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			s[out++] = (char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	if (pad > 2 || (len - pad) % 4 == 1 || (pad && len % 4 != 0))
+		return -1;
+	return (long)out;
+}
+
+/* One data key (token k, value k + 1) of a ConfigMap or Secret, in one phase. */
+static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base64,
+		     enum phase phase)
+{
+	const char *json = o->ev->obj;
+	const kr_json_tok *t = d->toks;
+	char key[KR_DIRSINK_NAME_MAX + 1], rel[KR_DIRSINK_PATH_MAX], shown[80];
+	struct kr_dirsink_entry *e;
+	const char *why;
+	unsigned mode = o->kind == KIND_SECRET ? d->secret_mode : d->file_mode;
+	int len = kr_json_unescape(json, &t[k], key, sizeof(key));
+	long vlen;
+
+	why = len == KR_ETOOBIG ? "longer than 255 bytes" : len < 0 ? "not a valid string"
+								  : bad_name(key, (size_t)len);
+	if (phase == CLAIM) {
+		printable(shown, sizeof(shown), json + t[k].start, (size_t)(t[k].end - t[k].start));
+		if (!why && (k + 1 >= o->ntoks || t[k + 1].type != KR_JSON_T_STRING))
+			why = "its value is not a string";
+		if (why) {
+			kr_log(KR_LOG_ERROR, "unable to write key \"%s\" of %s %s: refused: %s",
+			       shown, o->ev->resource, o->ev->key, why);
+			d->stats.errors++;
+			return;
+		}
+		claim(d, o, key);
+		return;
+	}
+	if (why || (e = claimed(d, o, key, rel, sizeof(rel))) == NULL)
+		return;
+	vlen = kr_json_unescape(json, &t[k + 1], d->buf, sizeof(d->buf));
+	if (vlen >= 0 && base64)
+		vlen = b64_decode(d->buf, (size_t)vlen);
+	if (vlen < 0) {
+		/* The value itself is never logged: it may be a secret. */
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the value is not valid %s",
+		       rel, o->ev->resource, o->ev->key, base64 ? "base64" : "JSON text");
+		d->stats.errors++;
+		unclaim(d, e);
+		return;
+	}
+	if (write_file(d, o, rel, key, d->buf, (size_t)vlen, mode) < 0)
+		unclaim(d, e);
+}
+
+/* Every file of o, in one phase. */
+static void each_file(struct kr_dirsink *d, const struct obj *o, enum phase phase)
+{
+	static const char *const sections[2] = { "data", "binaryData" };
+	const char *json = o->ev->obj;
+	const kr_json_tok *t = d->toks;
+	char rel[KR_DIRSINK_PATH_MAX];
+	struct kr_dirsink_entry *e;
+	int s;
+
+	if (o->kind == KIND_OTHER) {
+		if (phase == CLAIM)
+			claim(d, o, o->file);
+		else if ((e = claimed(d, o, o->file, rel, sizeof(rel))) != NULL &&
+			 write_file(d, o, rel, o->file, o->ev->obj, o->ev->objlen, d->file_mode) < 0)
+			unclaim(d, e);
+		return;
+	}
+	for (s = 0; s < 2; s++) {
+		int v, k;
+
+		if (o->kind == KIND_SECRET && s == 1)
+			continue;  /* a Secret's data is base64 already; it has no binaryData */
+		v = kr_json_find(json, t, o->ntoks, 0, sections[s]);
+		if (v < 0 || t[v].type == KR_JSON_T_PRIMITIVE)
+			continue;  /* absent or null */
+		if (t[v].type != KR_JSON_T_OBJECT) {
+			if (phase == CLAIM) {
+				kr_log(KR_LOG_ERROR, "unable to write %s %s: its %s is not an object",
+				       o->ev->resource, o->ev->key, sections[s]);
+				d->stats.errors++;
+			}
+			continue;
+		}
+		for (k = v + 1; k < o->ntoks && t[k].start < t[v].end; k++)
+			if (t[k].parent == v)
+				data_key(d, o, k, s == 1 || o->kind == KIND_SECRET, phase);
+	}
+}
+
+/* Marks every file of the owner as wanted, so that a failed event removes none. */
+static void keep_all(struct kr_dirsink *d, const struct kr_event *ev, uint32_t oh)
+{
+	size_t i;
+
+	for (i = 0; i < d->nentries; i++)
+		if (owned_by(d, &d->entries[i], oh, ev->resource, ev->key))
+			d->entries[i].flags |= F_SEEN;
+}
+
+/* Splits "ns/name" (or "name") into o->ns and o->name. Returns NULL or why not. */
+static const char *split_key(struct obj *o)
+{
+	const char *key = o->ev->key, *slash = strchr(key, '/');
+	size_t nl = slash ? (size_t)(slash - key) : 0;
+	const char *name = slash ? slash + 1 : key, *why;
+
+	if (nl > KR_DIRSINK_NAME_MAX || strlen(name) > KR_DIRSINK_NAME_MAX)
+		return "its namespace or name is longer than 255 bytes";
+	memcpy(o->ns, key, nl);
+	o->ns[nl] = '\0';
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	if ((slash && (why = bad_name(o->ns, nl)) != NULL) ||
+	    (why = bad_name(o->name, strlen(o->name))) != NULL)
+		return "its namespace or name cannot be a file name";
+	return NULL;
+}
+
+/* The target directory from the annotation into o->dir. Returns NULL or why not. */
+static const char *target_dir(struct kr_dirsink *d, struct obj *o, char *ann, size_t size)
+{
+	const char *json = o->ev->obj, *why;
+	int a, v, len;
+
+	ann[0] = '\0';
+	o->dir[0] = '\0';
+	if (d->annotation[0]) {
+		a = kr_json_find(json, d->toks, o->ntoks, 0, "metadata.annotations");
+		v = a < 0 ? -1 : kr_json_find_key(json, d->toks, o->ntoks, a, d->annotation,
+						    strlen(d->annotation));
+		if (v >= 0) {
+			len = kr_json_unescape(json, &d->toks[v], ann, size);
+			if (len < 0)
+				return "is not a string of at most 1023 bytes";
+			if (strlen(ann) != (size_t)len)
+				return "contains a NUL byte";
+			if (has_control(ann))
+				return "contains a control character";
+			why = normalize_dir(ann, o->dir, sizeof(o->dir));
+			if (why)
+				return why;
+		}
+	}
+	if (o->kind != KIND_OTHER && d->layout_object) {
+		char sub[KR_DIRSINK_PATH_MAX], top[KR_DIRSINK_PATH_MAX];
+
+		snprintf(top, sizeof(top), "%s", o->dir);
+		if (join(sub, sizeof(sub), o->ns, o->name) < 0 ||
+		    join(o->dir, sizeof(o->dir), top, sub) < 0)
+			return "makes a path that is too long";
+	}
+	return NULL;
+}
+
+/* Nonzero if the event's resource and key can be written into the manifest. */
+static int good_owner(const struct kr_event *ev)
+{
+	return ev->resource && ev->key && ev->resource[0] && ev->key[0] &&
+	       strlen(ev->resource) < KR_DIRSINK_RES_MAX && strlen(ev->key) < KR_KEY_MAX &&
+	       !has_control(ev->resource) && !has_control(ev->key);
+}
+
+/* ADDED, MODIFIED, RESYNC: claim, record, write, then remove what it no longer has. */
+static void put_object(struct kr_dirsink *d, const struct kr_event *ev)
+{
+	struct obj o;
+	char ann[KR_DIRSINK_PATH_MAX], shown[80];
+	const char *why = NULL;
+	size_t i;
+
+	o.ev = ev;
+	o.owner_hash = owner_hash(ev->resource, ev->key);
+	o.kind = strcmp(ev->resource, "configmaps") == 0 ? KIND_CONFIGMAP
+		 : strcmp(ev->resource, "secrets") == 0 ? KIND_SECRET : KIND_OTHER;
+	o.ntoks = ev->obj ? kr_json_parse(ev->obj, ev->objlen, d->toks, KR_JSON_TOKENS) : KR_EINVAL;
+	if (o.ntoks < 0) {
+		kr_log(KR_LOG_ERROR, "unable to write %s %s: the object cannot be read: %s",
+		       ev->resource, ev->key, kr_strerror(o.ntoks));
+		goto refused;
+	}
+	why = split_key(&o);
+	if (why) {
+		kr_log(KR_LOG_ERROR, "unable to write %s %s: %s", ev->resource, ev->key, why);
+		goto refused;
+	}
+	why = target_dir(d, &o, ann, sizeof(ann));
+	if (why) {
+		printable(shown, sizeof(shown), ann, strlen(ann));
+		kr_log(KR_LOG_ERROR, "unable to write %s %s: annotation %s=\"%s\" refused: %s",
+		       ev->resource, ev->key, d->annotation, shown, why);
+		goto refused;
+	}
+	if (o.kind == KIND_OTHER) {
+		snprintf(o.file, sizeof(o.file), o.ns[0] ? "%s_%s.json" : "%s%s.json", o.ns, o.name);
+		why = bad_name(o.file, strlen(o.file));
+		if (why) {
+			kr_log(KR_LOG_ERROR, "unable to write %s %s: file name refused: %s",
+			       ev->resource, ev->key, why);
+			goto refused;
+		}
+	}
+
+	if (++d->stamp == 0)
+		d->stamp = 1;  /* 0 is the stamp of entries loaded from the manifest */
+	each_file(d, &o, CLAIM);
+	if (journal_flush(d) < 0) {
+		/* Files the manifest does not record must not appear: undo and keep the old. */
+		for (i = 0; i < d->nentries; i++) {
+			struct kr_dirsink_entry *e = &d->entries[i];
+
+			if ((e->flags & (F_NEW | F_DEAD)) == F_NEW)
+				drop_entry(d, e);
+		}
+		goto refused;
+	}
+	each_file(d, &o, WRITE);
+	for (i = 0; i < d->nentries; i++) {
+		struct kr_dirsink_entry *e = &d->entries[i];
+
+		if (!owned_by(d, e, o.owner_hash, ev->resource, ev->key))
+			continue;
+		e->flags &= ~(F_TODO | F_NEW);
+		if (e->stamp != d->stamp)
+			remove_entry(d, e, "no longer in the object");
+	}
+	return;
+refused:
+	d->stats.errors++;
+	keep_all(d, ev, o.owner_hash);
+	for (i = 0; i < d->nentries; i++)
+		d->entries[i].flags &= ~(F_TODO | F_NEW);
+}
+
+static void delete_object(struct kr_dirsink *d, const struct kr_event *ev)
+{
+	uint32_t oh = owner_hash(ev->resource, ev->key);
+	size_t i;
+
+	for (i = 0; i < d->nentries; i++)
+		if (owned_by(d, &d->entries[i], oh, ev->resource, ev->key))
+			remove_entry(d, &d->entries[i], "the object is gone");
+}
+
+/* After a complete list: files of the resource no event wanted since init are gone. */
+static void sweep(struct kr_dirsink *d, const char *res)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->nentries; i++) {
+		struct kr_dirsink_entry *e = &d->entries[i];
+
+		if (!(e->flags & (F_SEEN | F_DEAD)) && strcmp(e_res(d, e), res) == 0) {
+			remove_entry(d, e, "the object was deleted while kreflect was not running");
+			n++;
+		}
+	}
+	if (n)
+		kr_log(KR_LOG_INFO, "%s: removed %zu files of objects deleted while kreflect was "
+		       "not running", res, n);
+}
+
+/* --- public ---------------------------------------------------------------------------- */
+
+void kr_dirsink_event(void *arg, const struct kr_event *ev)
+{
+	struct kr_dirsink *d = arg;
+
+	if (!d->ready)
+		return;
+	if (ev->type == KR_EV_SYNCED) {
+		/* A partial sync proves nothing about absent objects: no sweep. */
+		if (ev->resource && !ev->partial)
+			sweep(d, ev->resource);
+	} else if (!good_owner(ev)) {
+		kr_log(KR_LOG_ERROR, "unable to write an object of %s: its resource or key cannot "
+		       "be recorded", ev->resource ? ev->resource : "(none)");
+		d->stats.errors++;
+		return;
+	} else if (ev->type == KR_EV_DELETED) {
+		delete_object(d, ev);
+	} else {
+		put_object(d, ev);
+	}
+	if (journal_flush(d) < 0)
+		d->stats.errors++;
+	dir_sync(d);
+}
+
+/* Creates the root and its missing parents (following links: the root is the user's). */
+static int make_root(const char *root)
+{
+	char p[KR_DIRSINK_PATH_MAX];
+	size_t i;
+
+	snprintf(p, sizeof(p), "%s", root);
+	for (i = 1;; i++) {
+		char c = p[i];
+
+		if (c != '/' && c != '\0')
+			continue;
+		p[i] = '\0';
+		if (kr_port_fs_is_dir(p) == KR_ENOENT) {
+			int r = kr_port_fs_mkdir(p, KR_DIRSINK_DIR_MODE);
+
+			if (r < 0)
+				return r;
+		}
+		if (c == '\0')
+			return 0;
+		p[i] = '/';
+	}
+}
+
+int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char *err,
+		    size_t errlen)
+{
+	char tmp[KR_DIRSINK_PATH_MAX];
+	const char *ann = o->annotation ? o->annotation : KR_DIRSINK_ANNOTATION;
+	size_t len;
+	int r, rewrite = 0, fd;
+
+	memset(d, 0, offsetof(struct kr_dirsink, entries));
+	if (errlen)
+		err[0] = '\0';
+	d->layout_object = o->layout_object;
+	d->file_mode = o->file_mode ? o->file_mode : KR_DIRSINK_FILE_MODE;
+	d->secret_mode = o->secret_mode ? o->secret_mode : KR_DIRSINK_SECRET_MODE;
+	d->max_files = o->max_files ? o->max_files : KR_DIRSINK_MAX_FILES;
+	if (!o->path || !o->path[0]) {
+		snprintf(err, errlen, "unable to use the output directory: no path given");
+		return KR_EINVAL;
+	}
+	if (d->file_mode > 0777 || d->secret_mode > 0777 || d->max_files > KR_DIRSINK_MAX_FILES) {
+		snprintf(err, errlen, "unable to use %s: file modes above 0777 or more than %zu "
+			 "files are not supported", o->path, (size_t)KR_DIRSINK_MAX_FILES);
+		return KR_EINVAL;
+	}
+	if (strlen(ann) >= sizeof(d->annotation) || has_control(ann)) {
+		snprintf(err, errlen, "unable to use the annotation %.64s: too long or not text", ann);
+		return KR_EINVAL;
+	}
+	snprintf(d->annotation, sizeof(d->annotation), "%s", ann);
+	len = strlen(o->path);
+	while (len > 1 && o->path[len - 1] == '/')
+		len--;
+	/* Room for "/" and a longest file name below the root. */
+	if (len + 2 + KR_DIRSINK_NAME_MAX > sizeof(d->root) || has_control(o->path)) {
+		snprintf(err, errlen, "unable to use %.64s...: the path is too long", o->path);
+		return KR_EINVAL;
+	}
+	memcpy(d->root, o->path, len);
+	d->root[len] = '\0';
+
+	r = make_root(d->root);
+	if (r == 0)
+		r = kr_port_fs_is_dir(d->root);
+	if (r < 0) {
+		snprintf(err, errlen, "unable to use %s: %s", o->path,
+			 r == KR_EINVAL ? "not a directory" : kr_port_fs_error());
+		return r == KR_EINVAL ? KR_EINVAL : KR_EIO;
+	}
+	r = manifest_load(d, &rewrite, err, errlen);
+	if (r < 0)
+		return r;
+	if (rewrite) {
+		if (manifest_write(d) < 0) {
+			snprintf(err, errlen, "unable to write %s/%s: %s", o->path,
+				 KR_DIRSINK_MANIFEST, kr_port_fs_error());
+			return KR_EIO;
+		}
+	} else {
+		/* Nothing to write: prove that files can be created here. */
+		fd = create_tmp(d, d->root, "probe", 0600, tmp, sizeof(tmp));
+		if (fd < 0) {
+			snprintf(err, errlen, "unable to create files in %s: %s", o->path,
+				 kr_port_fs_error());
+			return KR_EIO;
+		}
+		kr_port_fs_close(fd);
+		kr_port_fs_unlink(tmp);
+	}
+	d->ready = 1;
+	kr_log(KR_LOG_INFO, "writing files to %s (%zu owned from an earlier run)", o->path, d->nlive);
+	return 0;
+}
+
+int kr_dirsink_changed(const struct kr_dirsink *d)
+{
+	return d->nchanges > 0;
+}
+
+int kr_dirsink_take_changes(struct kr_dirsink *d, void (*fn)(void *arg, const char *path),
+			    void *arg)
+{
+	int n = d->nchanges;
+	size_t i;
+
+	if (fn) {
+		for (i = 0; i < d->changes_len; i += strlen(d->changes + i) + 1)
+			fn(arg, d->changes + i);
+		if (d->changes_lost)
+			fn(arg, NULL);
+	}
+	d->nchanges = 0;
+	d->changes_len = 0;
+	d->changes_lost = 0;
+	return n;
+}
+
+size_t kr_dirsink_files(const struct kr_dirsink *d)
+{
+	return d->nlive;
+}
