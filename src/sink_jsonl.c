@@ -58,8 +58,8 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 		json_escape(res, sizeof(res), ev->resource ? ev->resource : "");
 		json_escape(rv, sizeof(rv), ev->rv ? ev->rv : "");
 		n = snprintf(line, sizeof(line),
-			     "{\"type\":\"SYNCED\",\"resource\":\"%s\",\"resourceVersion\":\"%s\",\"count\":%zu}\n",
-			     res, rv, ev->count);
+			     "{\"type\":\"SYNCED\",\"resource\":\"%s\",\"resourceVersion\":\"%s\",\"count\":%zu%s}\n",
+			     res, rv, ev->count, ev->partial ? ",\"partial\":true" : "");
 		iov[0].base = line;
 		iov[0].len = (size_t)n;
 		r = kr_port_writev_all(j->fd, iov, 1);

@@ -62,3 +62,13 @@ KR_TEST(sink, jsonl_write_failure_is_reported_once)
 	close(p[1]);
 	return 0;
 }
+
+KR_TEST(sink, jsonl_partial_sync_is_marked)
+{
+	struct kr_event ev = { KR_EV_SYNCED, 0, "configmaps", NULL, "9", NULL, 0, 3, 1 };
+	char out[256];
+
+	check(capture(&ev, out, sizeof(out)) == 1);
+	check(strcmp(out, "{\"type\":\"SYNCED\",\"resource\":\"configmaps\",\"resourceVersion\":\"9\",\"count\":3,\"partial\":true}\n") == 0);
+	return 0;
+}
