@@ -1,6 +1,8 @@
 #include "budget.h"
 
+#include "auth.h"
 #include "kreflect_config.h"
+#include "kubeconfig.h"
 #include "reflector.h"
 #include "resource.h"
 #include "sink.h"
@@ -19,8 +21,10 @@ static const struct kr_budget_item items[] = {
 	  "KR_JSON_TOKENS tokens for one object, loop, store header" },
 	{ "tls-heap", KR_TLS_HEAP_SIZE,
 	  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
-	{ "tls-config", sizeof(struct kr_tls_ctx) + KR_PEM_MAX + 3 + KR_TOKEN_MAX + 1,
+	{ "tls-config", sizeof(struct kr_tls_ctx) + KR_PEM_MAX + 3 + sizeof(struct kr_auth),
 	  "CA and client credentials while loading, bearer token" },
+	{ "kubeconfig", sizeof(struct kr_kubeconfig) + sizeof(struct kr_kubeconfig_work),
+	  "kubeconfig files while loading; handed back to the kernel after" },
 	{ "resources", KR_MAX_RESOURCES * sizeof(struct kr_resource) + sizeof(struct kr_jsonl),
 	  "what to mirror, output state" },
 	{ "dir-sink", sizeof(struct kr_dirsink),

@@ -426,9 +426,11 @@ static void do_receive(struct kr_conn *c)
 			} else if (r == KR_ECLOSED && retry_stale(c)) {
 				return;
 			} else {
-				snprintf(why, sizeof(why), "the server closed the connection %s",
-					 r == KR_ECLOSED ? "before any response"
-							 : c->resp.error ? c->resp.error : "mid-response");
+				if (r == KR_ECLOSED)
+					snprintf(why, sizeof(why), "the server closed the connection before any response");
+				else
+					snprintf(why, sizeof(why), "the server closed the connection mid-response (%s)",
+						 c->resp.error ? c->resp.error : "cut short");
 				fail(c, KR_ECLOSED, why);
 			}
 			return;

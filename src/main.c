@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "budget.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
+#include "kubeconfig.h"
 #include "log.h"
 #include "loop.h"
 #include "mbedtls/build_info.h"
@@ -39,7 +41,9 @@ static struct kr_jsonl jsonl;
 static struct kr_dirsink dirsink;
 static struct kr_resource resources[KR_MAX_RESOURCES];
 static unsigned char pem[KR_PEM_MAX + 3];
-static char token[KR_TOKEN_MAX + 1];
+static struct kr_auth auth;
+static struct kr_kubeconfig kcfg;
+static struct kr_kubeconfig_work kwork;
 
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...]\n"
@@ -51,9 +55,12 @@ static const char usage[] =
 	"          (a built-in type; short names like cm work). None given: the\n"
 	"          compile-time table in config/resources.def.\n"
 	"\n"
-	"connection:\n"
+	"connection (in kubectl's order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config;\n"
+	"the flags below then override the chosen source field by field):\n"
+	"  --kubeconfig PATH              kubeconfig file (YAML or JSON)\n"
+	"  --context NAME                 kubeconfig context (default: current-context)\n"
 	"  --server URL                   API server, https://host[:port] (http:// only if named)\n"
-	"  --token-file PATH              bearer token file\n"
+	"  --token-file PATH              bearer token file, re-read when it changes and after a 401\n"
 	"  --certificate-authority PATH   CA bundle (PEM) to verify the server with\n"
 	"  --client-certificate PATH      client certificate (PEM)\n"
 	"  --client-key PATH              client key (PEM: PKCS#1, SEC1 or PKCS#8)\n"
@@ -93,12 +100,23 @@ static const char usage[] =
 	"\n"
 	"Logs go to stderr, one line each. Secrets and tokens are never logged.\n"
 	"\n"
+	"environment:\n"
+	"  KUBECONFIG                     kubeconfig files separated by ':' (merged, first wins)\n"
+	"  KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT\n"
+	"                                 in a pod: connect to the API server in-cluster with the\n"
+	"                                 service account's token, CA and namespace\n"
+	"  KREFLECT_SERVICEACCOUNT_DIR    where the service account files are\n"
+	"                                 (default /var/run/secrets/kubernetes.io/serviceaccount)\n"
+	"  HOME                           for ~/.kube/config\n"
+	"\n"
 	"exit codes:\n"
 	"  0  clean stop (SIGTERM/SIGINT), --once finished, --help/--version/--print-budget\n"
 	"  1  fatal error at run time (--once: not synced within --timeout)\n"
 	"  2  usage or configuration error (the message names the flag)\n";
 
 struct options {
+	const char *kubeconfig;
+	const char *context;
 	const char *server;
 	const char *token_file;
 	const char *ca_file;
@@ -246,25 +264,6 @@ static const unsigned char *load_pem(const char *flag, const char *path, size_t 
 	return pem + *used - (size_t)n - 1;
 }
 
-static int load_token(const char *path)
-{
-	long n = kr_port_read_file(path, token, KR_TOKEN_MAX);
-
-	if (n < 0) {
-		fprintf(stderr, "kreflect: --token-file %s: unable to read: %s\n", path,
-			n == KR_ETOOBIG ? "larger than KR_TOKEN_MAX" : kr_port_last_error());
-		return -1;
-	}
-	while (n > 0 && (token[n - 1] == '\n' || token[n - 1] == '\r' || token[n - 1] == ' '))
-		n--;
-	token[n] = '\0';
-	if (n == 0 || strpbrk(token, "\r\n")) {
-		fprintf(stderr, "kreflect: --token-file %s: not a single-line token\n", path);
-		return -1;
-	}
-	return 0;
-}
-
 static void on_signal(struct kr_loop *l, int sig, void *arg)
 {
 	(void)arg;
@@ -316,7 +315,11 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if ((v = value_of(argc, argv, &i, "--server", NULL))) {
+		if ((v = value_of(argc, argv, &i, "--kubeconfig", NULL))) {
+			o->kubeconfig = v;
+		} else if ((v = value_of(argc, argv, &i, "--context", NULL))) {
+			o->context = v;
+		} else if ((v = value_of(argc, argv, &i, "--server", NULL))) {
 			o->server = v;
 		} else if ((v = value_of(argc, argv, &i, "--token-file", NULL))) {
 			o->token_file = v;
@@ -432,6 +435,117 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 	return 0;
 }
 
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* In a pod: the API server from the environment, the service account's files. */
+static int in_cluster(const char *host, const char *port)
+{
+	const char *dir = getenv("KREFLECT_SERVICEACCOUNT_DIR");
+	char nsfile[600];
+	long n;
+
+	if (!dir || !*dir)
+		dir = SA_DIR;
+	if (strchr(host, ':'))
+		snprintf(kcfg.server, sizeof(kcfg.server), "https://[%s]:%s", host, port);
+	else
+		snprintf(kcfg.server, sizeof(kcfg.server), "https://%s:%s", host, port);
+	snprintf(kcfg.ca_file, sizeof(kcfg.ca_file), "%s/ca.crt", dir);
+	snprintf(kcfg.token_file, sizeof(kcfg.token_file), "%s/token", dir);
+	snprintf(nsfile, sizeof(nsfile), "%s/namespace", dir);
+	n = kr_port_read_file(nsfile, kcfg.ns, sizeof(kcfg.ns) - 1);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (kcfg.ns[n - 1] == '\n' || kcfg.ns[n - 1] == ' ' || kcfg.ns[n - 1] == '\r'))
+		n--;
+	kcfg.ns[n] = '\0';
+	kr_log(KR_LOG_INFO, "connecting in-cluster to %s as the service account in %s", kcfg.server, dir);
+	return 0;
+}
+
+/*
+ * Where to connect and as whom, in kubectl's order: --kubeconfig, then
+ * $KUBECONFIG, then in-cluster, then ~/.kube/config. Fills kcfg; flags
+ * override it afterwards. Returns 0 or an exit code (message printed).
+ */
+static int choose_source(const struct options *o)
+{
+	const char *list = getenv("KUBECONFIG"), *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT"), *home = getenv("HOME");
+	char err[512], path[600];
+	const char *paths[1];
+	struct kr_fs_stat st;
+	int r;
+
+	if (o->kubeconfig) {
+		paths[0] = o->kubeconfig;
+		r = kr_kubeconfig_load(&kcfg, &kwork, paths, 1, o->context, err, sizeof(err));
+	} else if (list && *list) {
+		r = kr_kubeconfig_load_list(&kcfg, &kwork, list, o->context, err, sizeof(err));
+	} else if (host && *host && port && *port && !o->context) {
+		return in_cluster(host, port);
+	} else if (home && *home && snprintf(path, sizeof(path), "%s/.kube/config", home) > 0 &&
+		   kr_port_fs_stat(path, &st) == 0) {
+		paths[0] = path;
+		r = kr_kubeconfig_load(&kcfg, &kwork, paths, 1, o->context, err, sizeof(err));
+	} else {
+		if (o->server)
+			return 0;   /* flags alone */
+		fprintf(stderr, "kreflect: no API server: give --server or --kubeconfig, set KUBECONFIG, "
+			"run in a pod, or create ~/.kube/config (see --help)\n");
+		return EXIT_USAGE;
+	}
+	if (r != 0) {
+		fprintf(stderr, "kreflect: %s\n", err);
+		return EXIT_USAGE;
+	}
+	kr_log(KR_LOG_INFO, "using kubeconfig context %s (cluster %s, user %s)", kcfg.context,
+	       kcfg.cluster, kcfg.user);
+	return 0;
+}
+
+/* Explicit flags win over the chosen source, field by field. */
+static int apply_flags(const struct options *o)
+{
+	if (o->server)
+		snprintf(kcfg.server, sizeof(kcfg.server), "%s", o->server);
+	if (o->ca_file) {
+		snprintf(kcfg.ca_file, sizeof(kcfg.ca_file), "%s", o->ca_file);
+		kcfg.ca_data = NULL;
+		kcfg.ca_data_len = 0;
+		kcfg.insecure_skip_tls_verify = 0;
+	}
+	if (o->cert_file || o->key_file) {
+		snprintf(kcfg.cert_file, sizeof(kcfg.cert_file), "%s", o->cert_file ? o->cert_file : "");
+		snprintf(kcfg.key_file, sizeof(kcfg.key_file), "%s", o->key_file ? o->key_file : "");
+		kcfg.cert_data = kcfg.key_data = NULL;
+		kcfg.cert_data_len = kcfg.key_data_len = 0;
+	}
+	if (o->token_file) {
+		snprintf(kcfg.token_file, sizeof(kcfg.token_file), "%s", o->token_file);
+		memset(kcfg.token, 0, sizeof(kcfg.token));
+	}
+	if (o->insecure)
+		kcfg.insecure_skip_tls_verify = 1;
+	if (o->ns)
+		snprintf(kcfg.ns, sizeof(kcfg.ns), "%s", o->ns);
+	if (kcfg.username[0] && !kcfg.token[0] && !kcfg.token_file[0] && !kcfg.cert_file[0] &&
+	    !kcfg.cert_data) {
+		fprintf(stderr, "kreflect: user %s uses basic auth (username/password), which kreflect "
+			"does not support: use a token, a token file or a client certificate\n", kcfg.user);
+		return EXIT_USAGE;
+	}
+	if (kcfg.proxy_url[0]) {
+		fprintf(stderr, "kreflect: cluster %s sets proxy-url, which kreflect does not support "
+			"yet: remove it to connect directly\n", kcfg.cluster);
+		return EXIT_USAGE;
+	}
+	if ((getenv("HTTPS_PROXY") && *getenv("HTTPS_PROXY")) || (getenv("https_proxy") && *getenv("https_proxy")))
+		kr_log(KR_LOG_WARN, "HTTPS_PROXY is set, but kreflect does not support proxies yet: "
+		       "connecting directly");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -469,10 +583,21 @@ int main(int argc, char **argv)
 	o.ropts.once = o.once;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (!o.server)
-		return usage_error("no API server: give --server https://HOST:PORT%s", "");
-	if (parse_server(o.server, &cfg, &plain) != 0)
-		return usage_error("--server must be https://HOST[:PORT] (IPv6 in brackets), not '%s'", o.server);
+	r = choose_source(&o);
+	if (r == 0)
+		r = apply_flags(&o);
+	if (r)
+		return r;
+	if (parse_server(kcfg.server, &cfg, &plain) != 0) {
+		if (o.server)
+			return usage_error("--server must be https://HOST[:PORT] (IPv6 in brackets), not '%s'",
+					   o.server);
+		fprintf(stderr, "kreflect: cluster %s: server '%s' is not https://HOST[:PORT]\n",
+			kcfg.cluster, kcfg.server);
+		return EXIT_USAGE;
+	}
+	if (kcfg.tls_server_name[0])
+		snprintf(cfg.server_name, sizeof(cfg.server_name), "%s", kcfg.tls_server_name);
 
 	if (nres == 0) {
 		const struct kr_resource *d = kr_resource_defaults(&ndef);
@@ -488,8 +613,8 @@ int main(int argc, char **argv)
 
 		if (o.all_namespaces)
 			res->all_namespaces = 1;
-		if (o.ns)
-			snprintf(res->ns, sizeof(res->ns), "%s", o.ns);
+		if (kcfg.ns[0] && (o.ns || !res->ns[0]))
+			snprintf(res->ns, sizeof(res->ns), "%s", kcfg.ns);
 		else if (!res->ns[0])
 			snprintf(res->ns, sizeof(res->ns), "default");
 		if (o.label_selector)
@@ -502,17 +627,41 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kreflect: unable to start TLS\n");
 		return EXIT_FATAL;
 	}
-	if (o.token_file && load_token(o.token_file) != 0)
-		return EXIT_USAGE;
+	kr_auth_init(&auth);
+	if (kcfg.token[0]) {
+		memcpy(auth.token, kcfg.token, sizeof(auth.token));
+	} else if (kcfg.token_file[0]) {
+		r = kr_auth_set_file(&auth, kcfg.token_file);
+		if (r != 0) {
+			fprintf(stderr, "kreflect: token file %s: unable to read: %s\n", kcfg.token_file,
+				r == KR_EINVAL ? "empty or more than one line" : kr_strerror(r));
+			return EXIT_USAGE;
+		}
+	}
 	if (!plain) {
 		memset(&topts, 0, sizeof(topts));
-		topts.insecure_skip_verify = o.insecure;
-		if (o.ca_file && !(topts.ca = load_pem("--certificate-authority", o.ca_file, &used, &topts.ca_len)))
+		topts.insecure_skip_verify = kcfg.insecure_skip_tls_verify;
+		if (kcfg.ca_data) {
+			topts.ca = kcfg.ca_data;
+			topts.ca_len = kcfg.ca_data_len;
+		} else if (kcfg.ca_file[0] &&
+			   !(topts.ca = load_pem("certificate-authority", kcfg.ca_file, &used, &topts.ca_len))) {
 			return EXIT_USAGE;
-		if (o.cert_file && !(topts.cert = load_pem("--client-certificate", o.cert_file, &used, &topts.cert_len)))
+		}
+		if (kcfg.cert_data) {
+			topts.cert = kcfg.cert_data;
+			topts.cert_len = kcfg.cert_data_len;
+		} else if (kcfg.cert_file[0] &&
+			   !(topts.cert = load_pem("client-certificate", kcfg.cert_file, &used, &topts.cert_len))) {
 			return EXIT_USAGE;
-		if (o.key_file && !(topts.key = load_pem("--client-key", o.key_file, &used, &topts.key_len)))
+		}
+		if (kcfg.key_data) {
+			topts.key = kcfg.key_data;
+			topts.key_len = kcfg.key_data_len;
+		} else if (kcfg.key_file[0] &&
+			   !(topts.key = load_pem("client-key", kcfg.key_file, &used, &topts.key_len))) {
 			return EXIT_USAGE;
+		}
 		kr_tls_ctx_init(&tls_ctx);
 		if (kr_tls_ctx_setup(&tls_ctx, &topts, err, sizeof(err)) != 0) {
 			fprintf(stderr, "kreflect: %s\n", err);
@@ -520,9 +669,10 @@ int main(int argc, char **argv)
 		}
 		/* The key's bytes are not needed any more: do not keep them around. */
 		memset(pem, 0, used);
+		kr_kubeconfig_wipe(&kcfg, &kwork);
 		cfg.tls = &tls_ctx;
 	} else {
-		kr_log(KR_LOG_WARN, "--server %s is plain HTTP: nothing is encrypted or verified", o.server);
+		kr_log(KR_LOG_WARN, "server %s is plain HTTP: nothing is encrypted or verified", kcfg.server);
 	}
 
 	kr_store_init(&store, arena, sizeof(arena), entries, KR_MAX_OBJECTS, buckets,
@@ -537,7 +687,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kreflect: unable to set up the reflector: %s\n", kr_strerror(r));
 		return EXIT_FATAL;
 	}
-	top.token = token[0] ? token : NULL;
+	top.auth = &auth;
 	if (o.dir.path) {
 		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
 			fprintf(stderr, "kreflect: --dir %s: %s\n", o.dir.path, err);

@@ -19,6 +19,7 @@ static void start_cycle(struct kr_reflector *r);
 static void start_list(struct kr_reflector *r);
 static void start_watch(struct kr_reflector *r);
 static void request(struct kr_reflector *r, int kind);
+static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix);
 
 void kr_reflector_opts_default(struct kr_reflector_opts *o)
 {
@@ -47,6 +48,7 @@ static void emit(struct kr_reflector *r, enum kr_event_type type, const char *ke
 	ev.obj = obj;
 	ev.objlen = objlen;
 	ev.count = count;
+	ev.partial = type == KR_EV_SYNCED && r->skipped > 0;
 	for (i = 0; i < top->nsinks; i++)
 		top->sinks[i].event(top->sinks[i].arg, &ev);
 }
@@ -258,6 +260,8 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 	case KR_STORE_UNCHANGED:
 		break;
 	case KR_STORE_NOT_HELD:
+		/* The store dropped the old object: so do the sinks (ADDED again once held). */
+		emit_view(r, KR_EV_DELETED, &old);
 		r->not_held++;
 		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: the arena is full "
 		       "(%zu of %zu bytes used)", r->res.name, m->key, objlen,
@@ -295,6 +299,8 @@ static void next_output(struct kr_reflector *r)
 	r->scratch = kr_store_scratch(s, want, &r->scratch_cap);
 	if (r->scratch_cap > KR_MAX_OBJECT_BYTES + KIND_ROOM)
 		r->scratch_cap = KR_MAX_OBJECT_BYTES + KIND_ROOM;
+	r->scratch_used = s->used;
+	r->scratch_compactions = s->compactions;
 }
 
 /* List items leave room to add kind and apiVersion. */
@@ -351,7 +357,9 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		kr_log(KR_LOG_ERROR, "%s: unable to parse a watch event of %zu bytes: %s", r->res.name,
 		       len, n == KR_ENOSPC ? "more JSON tokens than KR_JSON_TOKENS" : "malformed JSON");
 		if (n == KR_ENOSPC) {
-			r->skipped++;
+			/* Too many tokens to read: like an object too large to hold. */
+			if (skipped_object(r, len, len, "object.") < 0 && r->phase == KR_PH_WATCH)
+				return -1;
 			return 0;
 		}
 		r->stream_error = 1;
@@ -484,14 +492,18 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 		if (kr_store_delete(r->top->store, r->index, m.key, m.keylen, &old))
 			emit_view(r, KR_EV_DELETED, &old);
 	} else {
+		struct kr_store_view old;
+
 		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: larger than the "
 		       "space for it (%zu bytes)", r->res.name, m.key, size, have);
 		res = kr_store_put(r->top->store, r->index, m.key, m.keylen, m.rv, m.uid, NULL, 0,
-				   r->gen, NULL);
+				   r->gen, &old);
 		if (res < 0) {
 			r->skipped++;
 			return -1;
 		}
+		/* The store dropped the old object: so do the sinks (ADDED again once held). */
+		emit_view(r, KR_EV_DELETED, &old);
 	}
 	if (prefix[0] && r->phase == KR_PH_WATCH)
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
@@ -505,11 +517,17 @@ static void list_item(struct kr_reflector *r, size_t len)
 	struct meta m;
 	int n = kr_json_parse(r->scratch, len, t, KR_JSON_TOKENS);
 
+	if (n == KR_ENOSPC) {
+		/* Too many tokens to read: like an object too large to hold. */
+		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: more JSON tokens "
+		       "than KR_JSON_TOKENS", r->res.name, len);
+		skipped_object(r, len, len, "");
+		return;
+	}
 	if (n < 0 || read_meta(r->scratch, t, n, 0, &m) != 0) {
 		r->skipped++;
 		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: %s", r->res.name, len,
-		       n == KR_ENOSPC ? "more JSON tokens than KR_JSON_TOKENS"
-				      : n < 0 ? "malformed JSON" : "no metadata.name");
+		       n < 0 ? "malformed JSON" : "no metadata.name");
 		return;
 	}
 	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0));
@@ -522,6 +540,12 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	struct kr_reflector *r = arg;
 
 	r->status = resp->status;
+	if (r->status != 401)
+		r->auth_retried = 0;
+	if (r->status == 401 || r->status == 403)
+		kr_log(KR_LOG_WARN, "%s: the server answered %d %s", r->res.name, r->status,
+		       r->status == 401 ? "Unauthorized: the credentials were refused"
+					: "Forbidden: check the RBAC rules for get, list and watch");
 	r->retry_after_s = kr_http_retry_after_delay(resp, kr_port_wall_seconds());
 	/*
 	 * The initial-events deadline is quiet time in a stream the server has
@@ -534,6 +558,7 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	kr_json_framer_init(&r->framer);
 	kr_json_items_init(&r->items);
 	next_output(r);
+	r->scratch_moved = 0;
 	if (r->phase == KR_PH_LIST && r->status == 200)
 		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
 	else
@@ -558,10 +583,46 @@ static int on_body_status(struct kr_reflector *r, const char *data, size_t len)
 	return 0;
 }
 
+/*
+ * Every reflector frames into the one free tail of the store. If another
+ * reflector wrote there (framed, committed, compacted) since this one named
+ * its buffer, that buffer is stale: name the tail again before writing a
+ * byte. Half an object framed before is lost (it comes out as SKIPPED with
+ * nothing kept); on_body then ends the response, to read it again.
+ */
+static void check_output(struct kr_reflector *r)
+{
+	struct kr_reflect *top = r->top;
+	struct kr_store *s = top->store;
+
+	if (top->tail_user == r && r->scratch_used == s->used &&
+	    r->scratch_compactions == s->compactions)
+		return;
+	top->tail_user = r;
+	r->scratch_moved = 1;
+	next_output(r);
+	if (r->phase == KR_PH_LIST && r->status == 200)
+		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
+	else
+		kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
+}
+
+/* A SKIPPED object with nothing kept after check_output: it was cut by the move. */
+static int lost_by_move(struct kr_reflector *r, size_t kept)
+{
+	if (!r->scratch_moved || kept)
+		return 0;
+	kr_log(KR_LOG_WARN, "%s: another resource's object took the buffer of one in progress; "
+	       "reading it again", r->res.name);
+	r->stream_error = 1;
+	return 1;
+}
+
 static int on_body(void *arg, const char *data, size_t len)
 {
 	struct kr_reflector *r = arg;
 
+	check_output(r);
 	if (r->status != 200)
 		return on_body_status(r, data, len);
 	while (len > 0) {
@@ -573,8 +634,12 @@ static int on_body(void *arg, const char *data, size_t len)
 			data += used;
 			len -= used;
 			if (res == KR_JSON_OBJECT) {
+				r->scratch_moved = 0;
 				list_item(r, r->items.len);
 			} else if (res == KR_JSON_SKIPPED) {
+				if (lost_by_move(r, r->items.len))
+					return -1;
+				r->scratch_moved = 0;
 				skipped_object(r, r->items.len, r->items.skipped_bytes, "");
 			} else if (res == KR_JSON_END) {
 				r->list_complete = 1;
@@ -595,9 +660,13 @@ static int on_body(void *arg, const char *data, size_t len)
 		data += used;
 		len -= used;
 		if (res == KR_JSON_OBJECT) {
+			r->scratch_moved = 0;
 			if (watch_event(r, r->framer.len) < 0)
 				return -1;
 		} else if (res == KR_JSON_SKIPPED) {
+			if (lost_by_move(r, r->framer.len))
+				return -1;
+			r->scratch_moved = 0;
 			/* A change that cannot even be named must not go unnoticed: relist. */
 			if (skipped_object(r, r->framer.len, r->framer.skipped_bytes, "object.") < 0 &&
 			    r->phase == KR_PH_WATCH)
@@ -755,8 +824,10 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 	if (r->status != 200) {
 		if (honour_retry_after(r, again_watch_list))
 			return;
-		if (r->status == 429) {
-			backoff_then(r, again_watch_list, "watch-list got 429");
+		if (r->status == 429 || r->status == 401 || r->status == 403) {
+			/* Throttled or refused: not a reason to give up on watch-list. */
+			backoff_then(r, again_watch_list, r->status == 429 ? "watch-list got 429"
+									    : "watch-list refused");
 			return;
 		}
 		if (is_expired(r) || r->err_too_large) {
@@ -806,8 +877,9 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	if (r->status != 200 && r->status != 0) {
 		if (honour_retry_after(r, again_watch))
 			return;
-		if (r->status == 429) {
-			backoff_then(r, again_watch, "watch got 429");
+		if (r->status == 429 || r->status == 401 || r->status == 403) {
+			/* Throttled or refused: the resourceVersion is still good, no relist. */
+			backoff_then(r, again_watch, r->status == 429 ? "watch got 429" : "watch refused");
 			return;
 		}
 		r->errors++;
@@ -856,6 +928,31 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	request(r, REQ_WATCH);
 }
 
+/*
+ * A 401: the token may have been rotated since the request left. Re-read it
+ * now and, if it changed, send the same request again at once (once).
+ */
+static int retry_unauthorized(struct kr_reflector *r)
+{
+	struct kr_auth *a = r->top->auth;
+
+	if (!a || r->auth_retried)
+		return 0;
+	kr_auth_refresh(a);
+	if (a->reloads == r->auth_gen)
+		return 0;
+	r->auth_retried = 1;
+	kr_log(KR_LOG_INFO, "%s: 401 Unauthorized; retrying with the new token from the file",
+	       r->res.name);
+	if (r->phase == KR_PH_LIST) {
+		r->list_pages--;       /* the same page again */
+		request(r, REQ_LIST);
+	} else {
+		request(r, r->phase == KR_PH_WATCH ? REQ_WATCH : REQ_WATCHLIST);
+	}
+	return 1;
+}
+
 static void on_end(void *arg, int err, const char *reason)
 {
 	struct kr_reflector *r = arg;
@@ -864,6 +961,8 @@ static void on_end(void *arg, int err, const char *reason)
 	       r->phase == KR_PH_LIST ? "list" : r->phase == KR_PH_WATCH ? "watch" : "watch-list",
 	       r->status, r->events, err ? kr_strerror(err) : "complete", err ? ": " : "",
 	       err ? reason : "");
+	if (r->status == 401 && retry_unauthorized(r))
+		return;
 	switch (r->phase) {
 	case KR_PH_LIST:
 		end_list(r, err, reason);
@@ -955,7 +1054,13 @@ static void request(struct kr_reflector *r, int kind)
 	req.path = r->path;
 	req.params = p;
 	req.nparams = n;
-	req.bearer_token = top->token;
+	if (top->auth) {
+		/* Rotated tokens are picked up before each request (a small read). */
+		if (kr_auth_refresh(top->auth) == 1)
+			kr_log(KR_LOG_INFO, "%s: the token file changed; using the new token", r->res.name);
+		req.bearer_token = kr_auth_token(top->auth);
+		r->auth_gen = top->auth->reloads;
+	}
 	req.on_head = on_head;
 	req.on_body = on_body;
 	req.on_end = on_end;

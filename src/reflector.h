@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "auth.h"
 #include "backoff.h"
 #include "conn.h"
 #include "json.h"
@@ -86,6 +87,8 @@ struct kr_reflector {
 
 	/* the response in progress */
 	int status;
+	unsigned long auth_gen;        /* token reloads when the request was sent */
+	int auth_retried;              /* a 401 was already retried with a new token */
 	long retry_after_s;
 	int retry_after_count;
 	int stream_error;              /* the body broke framing or JSON */
@@ -105,6 +108,9 @@ struct kr_reflector {
 	struct kr_json_items items;
 	char *scratch;
 	size_t scratch_cap;
+	size_t scratch_used;           /* the store's tail (used, compactions) when named */
+	unsigned long scratch_compactions;
+	int scratch_moved;             /* renamed mid-response: an object in progress is lost */
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
@@ -120,8 +126,9 @@ struct kr_reflect {
 	int nsinks;
 	struct kr_reflector_opts opts;
 	struct kr_conn_cfg conn_cfg;
-	const char *token;             /* bearer token, or NULL */
+	struct kr_auth *auth;          /* bearer token (re-read from its file), or NULL */
 	int watch_list_unsupported;    /* remembered for this server */
+	struct kr_reflector *tail_user; /* the last to write into the store's free tail */
 	struct kr_rand rand;
 	struct kr_reflector *refl;     /* caller-owned array */
 	int nrefl;
