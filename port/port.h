@@ -241,4 +241,29 @@ int kr_port_fs_sync_dir(const char *path);
 /* Text of the last failed kr_port_fs_ call (strerror of errno); static storage. */
 const char *kr_port_fs_error(void);
 
+/* --- processes ------------------------------------------------------------------ */
+
+/*
+ * Starts argv[0] (found on PATH) with argv, the environment plus the
+ * "NAME=value" strings in env (NULL-terminated; may be NULL), and
+ * stdin_data[0..len) on its standard input (then end of file). No shell is
+ * involved. Returns the child's pid (> 0) or -1 (the reason is logged by the
+ * caller from kr_port_last_error()).
+ */
+int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
+		  size_t len);
+
+/*
+ * Collects one child that has ended, without waiting. Returns its pid and
+ * sets *code to its exit status, or to 128 + the signal that killed it;
+ * returns 0 if no child has ended.
+ */
+int kr_port_reap(int *code);
+
+/* Sends signal sig to pid. Returns 0 or KR_IO_ERR. */
+int kr_port_kill(int pid, int sig);
+
+/* The number of a signal name ("HUP", "SIGHUP", "1"), or -1. */
+int kr_port_signal_number(const char *name);
+
 #endif /* KR_PORT_H */

@@ -1,0 +1,202 @@
+#include "notify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "log.h"
+#include "port.h"
+
+/* Splits n->cmd in place into words; '...' and "..." group a word. */
+static int split(struct kr_notify *n, char *err, size_t errlen)
+{
+	char *p = n->cmd, *w;
+	int argc = 0;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		if (argc == KR_NOTIFY_ARGS) {
+			snprintf(err, errlen, "more than %d words", KR_NOTIFY_ARGS);
+			return KR_EINVAL;
+		}
+		n->argv[argc++] = w = p;
+		while (*p && *p != ' ' && *p != '\t') {
+			if (*p == '\'' || *p == '"') {
+				char q = *p++;
+
+				while (*p && *p != q)
+					*w++ = *p++;
+				if (*p != q) {
+					snprintf(err, errlen, "unterminated %c quote", q);
+					return KR_EINVAL;
+				}
+				p++;
+			} else {
+				*w++ = *p++;
+			}
+		}
+		if (*p)
+			p++;
+		*w = '\0';
+	}
+	n->argv[argc] = NULL;
+	if (argc == 0) {
+		snprintf(err, errlen, "empty command");
+		return KR_EINVAL;
+	}
+	return 0;
+}
+
+static void fire(struct kr_loop *loop, struct kr_timer *t);
+
+int kr_notify_init(struct kr_notify *n, struct kr_loop *loop, const struct kr_notify_opts *o,
+		   char *err, size_t errlen)
+{
+	memset(n, 0, sizeof(*n));
+	n->o = *o;
+	n->loop = loop;
+	n->timer.fire = fire;
+	n->timer.arg = n;
+	if (n->o.debounce_ms < 0)
+		n->o.debounce_ms = 0;
+	if (o->exec) {
+		if (strlen(o->exec) >= sizeof(n->cmd)) {
+			snprintf(err, errlen, "longer than %zu bytes", sizeof(n->cmd) - 1);
+			return KR_EINVAL;
+		}
+		memcpy(n->cmd, o->exec, strlen(o->exec) + 1);
+		return split(n, err, errlen);
+	}
+	return 0;
+}
+
+static void add_key(struct kr_notify *n, const struct kr_event *ev)
+{
+	size_t need = strlen(ev->resource) + 1 + strlen(ev->key) + 1;
+
+	if (n->keys_len + need > sizeof(n->keys)) {
+		n->keys_lost = 1;
+		return;
+	}
+	n->keys_len += (size_t)snprintf(n->keys + n->keys_len, sizeof(n->keys) - n->keys_len,
+					"%s/%s\n", ev->resource, ev->key);
+}
+
+/* Opens the window if none is open (and notifications may fire). */
+static void arm(struct kr_notify *n)
+{
+	if (n->ready && n->pending && !n->timer.armed && !n->child)
+		kr_loop_timer_at(n->loop, &n->timer, kr_port_now_ms() + n->o.debounce_ms);
+}
+
+void kr_notify_event(void *arg, const struct kr_event *ev)
+{
+	struct kr_notify *n = arg;
+
+	switch (ev->type) {
+	case KR_EV_ADDED:
+	case KR_EV_MODIFIED:
+	case KR_EV_DELETED:
+		n->pending++;
+		add_key(n, ev);
+		break;
+	case KR_EV_SYNCED:
+		if (!n->ready && ++n->synced >= n->o.resources) {
+			n->ready = 1;
+			/* The first sync itself is a change worth one notification. */
+			if (!n->pending)
+				n->pending = 1;
+		}
+		break;
+	case KR_EV_RESYNC:
+		return;
+	}
+	arm(n);
+}
+
+static int send_signal(struct kr_notify *n)
+{
+	char buf[32];
+	int pid = n->o.signal_pid;
+
+	if (n->o.signal_pidfile) {
+		long len = kr_port_read_file(n->o.signal_pidfile, buf, sizeof(buf) - 1);
+		char *end;
+
+		if (len <= 0) {
+			kr_log(KR_LOG_ERROR, "unable to read pid file %s: %s", n->o.signal_pidfile,
+			       len == 0 ? "empty" : kr_strerror((int)len));
+			return -1;
+		}
+		buf[len] = '\0';
+		pid = (int)strtol(buf, &end, 10);
+		if (pid <= 0 || (*end && *end != '\n' && *end != ' ')) {
+			kr_log(KR_LOG_ERROR, "pid file %s does not hold a pid", n->o.signal_pidfile);
+			return -1;
+		}
+	}
+	if (kr_port_kill(pid, n->o.signal) != 0) {
+		kr_log(KR_LOG_ERROR, "unable to send signal %d to pid %d: %s", n->o.signal, pid,
+		       kr_port_last_error());
+		return -1;
+	}
+	n->signals_sent++;
+	kr_log(KR_LOG_INFO, "sent signal %d to pid %d after %lu changes", n->o.signal, pid,
+	       n->pending);
+	return 0;
+}
+
+static void run(struct kr_notify *n)
+{
+	char count[48];
+	const char *env[2] = { count, NULL };
+	int pid;
+
+	if (n->keys_lost && n->keys_len + 2 <= sizeof(n->keys)) {
+		memcpy(n->keys + n->keys_len, "*\n", 2);   /* more changes than listed */
+		n->keys_len += 2;
+	}
+	snprintf(count, sizeof(count), "KREFLECT_EVENTS=%lu", n->pending);
+	pid = kr_port_spawn((const char *const *)n->argv, env, n->keys, n->keys_len);
+	if (pid < 0) {
+		n->failures++;
+		kr_log(KR_LOG_ERROR, "unable to run %s: %s", n->argv[0], kr_port_last_error());
+	} else {
+		n->child = pid;
+		n->runs++;
+		kr_log(KR_LOG_INFO, "running %s for %lu changes (pid %d)", n->argv[0], n->pending, pid);
+	}
+}
+
+static void fire(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_notify *n = t->arg;
+
+	(void)loop;
+	if (!n->pending || n->child)
+		return;
+	if (n->o.signal && send_signal(n) != 0)
+		n->failures++;
+	if (n->argv[0])
+		run(n);
+	n->pending = 0;
+	n->keys_len = 0;
+	n->keys_lost = 0;
+}
+
+void kr_notify_child_exited(struct kr_notify *n, int pid, int code)
+{
+	if (!n->child || pid != n->child)
+		return;
+	n->child = 0;
+	n->last_exit = code;
+	if (code != 0)
+		n->failures++;
+	kr_log(code ? KR_LOG_WARN : KR_LOG_INFO, "%s exited with %d", n->argv[0], code);
+	/* Changes during the run: exactly one more run, after the debounce. */
+	arm(n);
+}

@@ -1,0 +1,152 @@
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kreflect.h"
+#include "notify.h"
+#include "test.h"
+
+static struct kr_notify n;
+static struct kr_loop loop;
+
+static void change(const char *key)
+{
+	struct kr_event ev = { KR_EV_MODIFIED, 0, "configmaps", key, "1", "{}", 2, 0, 0 };
+
+	kr_notify_event(&n, &ev);
+}
+
+static void synced(void)
+{
+	struct kr_event ev = { KR_EV_SYNCED, 0, "configmaps", NULL, "1", NULL, 0, 1, 0 };
+
+	kr_notify_event(&n, &ev);
+}
+
+/* Runs the loop for ms, reaping children as SIGCHLD would. */
+static void spin(int ms)
+{
+	kr_ms_t end = kr_port_now_ms() + ms;
+	int pid, code;
+
+	while (kr_port_now_ms() < end) {
+		kr_loop_once(&loop, 10);
+		while ((pid = kr_port_reap(&code)) > 0)
+			kr_notify_child_exited(&n, pid, code);
+	}
+}
+
+static int read_out(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t got;
+
+	if (!f)
+		return -1;
+	got = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[got] = '\0';
+	return (int)got;
+}
+
+KR_TEST(notify, one_run_per_window_never_before_sync)
+{
+	struct kr_notify_opts o = { 0 };
+	char err[128], cmd[256], out[4096];
+	char path[] = "/tmp/kr-notify-XXXXXX";
+	int fd = mkstemp(path), i;
+
+	check(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "sh -c 'echo \"$KREFLECT_EVENTS\" >> %s; cat >> %s'", path, path);
+	o.exec = cmd;
+	o.debounce_ms = 150;
+	o.resources = 1;
+	kr_loop_init(&loop);
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == 0);
+	change("default/early");
+	spin(300);
+	check(n.runs == 0);                       /* nothing before the first sync */
+	synced();
+	for (i = 0; i < 100; i++)
+		change(i % 2 ? "default/a" : "default/b");
+	spin(600);
+	check(n.runs == 1);
+	check(read_out(path, out, sizeof(out)) > 0);
+	check(strncmp(out, "101\n", 4) == 0);    /* early + 100 (the sync adds none) */
+	check(strstr(out, "configmaps/default/early\n") != NULL);
+	check(strstr(out, "configmaps/default/a\n") != NULL);
+	unlink(path);
+	return 0;
+}
+
+KR_TEST(notify, changes_during_a_run_make_exactly_one_more)
+{
+	struct kr_notify_opts o = { 0 };
+	char err[128];
+	int i;
+
+	o.exec = "sleep 0.4";
+	o.debounce_ms = 50;
+	o.resources = 1;
+	kr_loop_init(&loop);
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == 0);
+	synced();
+	spin(150);
+	check(n.runs == 1 && n.child > 0);
+	for (i = 0; i < 20; i++)
+		change("default/x");
+	spin(300);
+	check(n.runs == 1);                       /* still running: no second one yet */
+	spin(1200);
+	check(n.runs == 2 && n.child == 0 && n.last_exit == 0);
+	return 0;
+}
+
+KR_TEST(notify, signal_to_a_pid_and_exit_codes)
+{
+	struct kr_notify_opts o = { 0 };
+	const char *const argv[] = { "sleep", "5", NULL };
+	char err[128];
+	int pid = kr_port_spawn(argv, NULL, NULL, 0), code = 0, got = 0, i;
+
+	check(pid > 0);
+	o.signal = kr_port_signal_number("SIGTERM");
+	check(o.signal == SIGTERM);
+	o.signal_pid = pid;
+	o.resources = 1;
+	kr_loop_init(&loop);
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == 0);
+	synced();
+	kr_loop_once(&loop, 50);
+	check(n.signals_sent == 1);
+	for (i = 0; i < 100 && got != pid; i++) {
+		kr_port_poll(NULL, 0, 10);
+		got = kr_port_reap(&code);
+	}
+	check(got == pid && code == 128 + SIGTERM);
+	return 0;
+}
+
+KR_TEST(notify, bad_commands_and_signal_names)
+{
+	struct kr_notify_opts o = { 0 };
+	char err[128];
+
+	kr_loop_init(&loop);
+	o.exec = "   ";
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == KR_EINVAL);
+	o.exec = "echo 'unterminated";
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == KR_EINVAL);
+	check(strstr(err, "unterminated") != NULL);
+	o.exec = "a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5 6 7";
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == KR_EINVAL);
+	o.exec = "printf '%s\\n' \"two words\" x";
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == 0);
+	check(strcmp(n.argv[1], "%s\\n") == 0 && strcmp(n.argv[2], "two words") == 0 && !n.argv[4]);
+	check(kr_port_signal_number("hup") == SIGHUP && kr_port_signal_number("9") == 9);
+	check(kr_port_signal_number("NOPE") == -1 && kr_port_signal_number("99") == -1);
+	return 0;
+}
