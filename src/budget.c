@@ -6,6 +6,7 @@
 #include "reflector.h"
 #include "resource.h"
 #include "sink.h"
+#include "notify.h"
 #include "sink_dir.h"
 #include "store.h"
 #include "tls.h"
@@ -27,6 +28,7 @@ static const struct kr_budget_item items[] = {
 	  "kubeconfig files while loading; handed back to the kernel after" },
 	{ "resources", KR_MAX_RESOURCES * sizeof(struct kr_resource) + sizeof(struct kr_jsonl),
 	  "what to mirror, output state" },
+	{ "notify", sizeof(struct kr_notify), "--exec/--signal: command words, changed keys" },
 	{ "dir-sink", sizeof(struct kr_dirsink),
 	  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 };

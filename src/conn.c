@@ -16,6 +16,7 @@ static const char *const state_names[KR_CONN_NSTATES] = {
 	[KR_CONN_IDLE] = "idle",
 	[KR_CONN_RESOLVING] = "resolving",
 	[KR_CONN_CONNECTING] = "connecting",
+	[KR_CONN_PROXY] = "proxy CONNECT",
 	[KR_CONN_HANDSHAKE] = "handshake",
 	[KR_CONN_READY] = "ready",
 	[KR_CONN_SENDING] = "sending",
@@ -29,6 +30,7 @@ static const char *const state_names[KR_CONN_NSTATES] = {
 static const char *const deadline_reason[KR_CONN_NSTATES] = {
 	[KR_CONN_RESOLVING] = "name lookup timed out",
 	[KR_CONN_CONNECTING] = "TCP connect timed out",
+	[KR_CONN_PROXY] = "proxy CONNECT timed out",
 	[KR_CONN_HANDSHAKE] = "TLS handshake timed out",
 	[KR_CONN_SENDING] = "request write timed out",
 	[KR_CONN_RECEIVING] = "no bytes from the server within the read-idle deadline",
@@ -40,6 +42,7 @@ const char *kr_conn_state_name(enum kr_conn_state s)
 }
 
 static void on_ready(struct kr_loop *loop, struct kr_source *s, int got);
+static void do_proxy(struct kr_conn *c);
 static void on_deadline(struct kr_loop *loop, struct kr_timer *t);
 
 static int conn_pending(struct kr_source *s)
@@ -70,6 +73,23 @@ int kr_conn_init(struct kr_conn *c, struct kr_loop *loop, const struct kr_conn_c
 	c->timer.arg = c;
 	kr_tls_init(&c->tls);
 	return kr_loop_add(loop, &c->src);
+}
+
+/* Where TCP goes: the proxy if there is one, else the API server. */
+static const char *dial_host(const struct kr_conn *c)
+{
+	return c->cfg.proxy ? c->cfg.proxy->host : c->cfg.host;
+}
+
+static uint16_t dial_port(const struct kr_conn *c)
+{
+	return c->cfg.proxy ? c->cfg.proxy->port : c->cfg.port;
+}
+
+/* "proxy " when TCP goes to a proxy, for error messages. */
+static const char *via(const struct kr_conn *c)
+{
+	return c->cfg.proxy ? "proxy " : "";
 }
 
 static void arm(struct kr_conn *c, int ms)
@@ -137,7 +157,8 @@ static void start_sending(struct kr_conn *c)
 	arm(c, c->idle_ms);
 }
 
-static void connected(struct kr_conn *c)
+/* TCP (or the proxy's tunnel) is up: TLS next, or the request on plain TCP. */
+static void tunnel_up(struct kr_conn *c)
 {
 	if (c->cfg.tls) {
 		if (kr_tls_open(&c->tls, c->cfg.tls, c->src.fd, c->cfg.server_name) != 0) {
@@ -150,6 +171,28 @@ static void connected(struct kr_conn *c)
 	}
 	c->reused = 0;
 	start_sending(c);
+}
+
+static void connected(struct kr_conn *c)
+{
+	int n;
+
+	if (!c->cfg.proxy) {
+		tunnel_up(c);
+		return;
+	}
+	/* rbuf is free until the tunnel is up: the CONNECT is written and sent from it. */
+	n = kr_proxy_write_connect(c->rbuf, sizeof(c->rbuf), c->cfg.proxy, c->cfg.host,
+				   c->cfg.port, kr_target());
+	if (n < 0) {
+		fail(c, n, "unable to write the proxy CONNECT request (host name too long?)");
+		return;
+	}
+	c->proxylen = (size_t)n;
+	c->proxysent = 0;
+	kr_http_resp_init(&c->resp);
+	c->state = KR_CONN_PROXY;
+	c->src.want = KR_POLL_OUT;
 }
 
 /* Tries addresses from c->addr_index on until a connect starts. */
@@ -168,11 +211,12 @@ static void try_connect(struct kr_conn *c)
 			return;
 		}
 		kr_port_addr_format(&c->addrs[c->addr_index], addr, sizeof(addr));
-		kr_log(KR_LOG_DEBUG, "unable to connect to %s: %s", addr, kr_port_last_error());
+		kr_log(KR_LOG_DEBUG, "unable to connect to %s%s: %s", via(c), addr, kr_port_last_error());
 		c->addr_index++;
 	}
 	c->resolved_at = 0;
-	fail(c, KR_EIO, "unable to connect: no address answered");
+	fail(c, KR_EIO, c->cfg.proxy ? "unable to connect to the proxy: no address answered"
+				     : "unable to connect: no address answered");
 }
 
 static void start_connect(struct kr_conn *c)
@@ -180,7 +224,7 @@ static void start_connect(struct kr_conn *c)
 	c->addr_index = 0;
 	c->reused = 0;
 	arm(c, c->cfg.connect_timeout_ms);
-	if (kr_port_parse_ip(c->cfg.host, c->cfg.port, &c->addrs[0]) == 0) {
+	if (kr_port_parse_ip(dial_host(c), dial_port(c), &c->addrs[0]) == 0) {
 		c->naddrs = 1;
 		try_connect(c);
 		return;
@@ -190,7 +234,7 @@ static void start_connect(struct kr_conn *c)
 		try_connect(c);
 		return;
 	}
-	c->resolve_fd = kr_port_resolve_start(c->cfg.host);
+	c->resolve_fd = kr_port_resolve_start(dial_host(c));
 	if (c->resolve_fd < 0) {
 		fail(c, KR_EIO, "unable to start a name lookup");
 		return;
@@ -470,11 +514,102 @@ static void do_handshake(struct kr_conn *c)
 	if (c->cfg.tls->insecure)
 		kr_log(KR_LOG_WARN, "TLS certificate of %s NOT verified (--insecure-skip-tls-verify)",
 		       c->cfg.host);
-	kr_log(KR_LOG_DEBUG, "connected to %s:%u with %s %s (%s)", c->cfg.host,
-	       (unsigned)c->cfg.port, kr_tls_version(&c->tls), kr_tls_cipher(&c->tls),
+	kr_log(KR_LOG_DEBUG, "connected to %s:%u%s with %s %s (%s)", c->cfg.host,
+	       (unsigned)c->cfg.port, c->cfg.proxy ? " through the proxy" : "",
+	       kr_tls_version(&c->tls), kr_tls_cipher(&c->tls),
 	       c->tls.saw_certificate ? "full handshake" : "resumed");
 	c->reused = 0;
 	start_sending(c);
+}
+
+/*
+ * The CONNECT exchange, on the raw socket: send the request from rbuf, then
+ * read the proxy's answer head into rbuf. A 200 has no body, and nothing
+ * may follow it before we speak: TLS starts with our ClientHello, so any
+ * extra byte is a confused (or hostile) proxy and ends the connection.
+ */
+static void do_proxy(struct kr_conn *c)
+{
+	char proxy[KR_PROXY_HOST_MAX + 16];
+	char why[sizeof(c->reason)];
+
+	if (strchr(dial_host(c), ':'))
+		snprintf(proxy, sizeof(proxy), "[%s]:%u", dial_host(c), (unsigned)dial_port(c));
+	else
+		snprintf(proxy, sizeof(proxy), "%s:%u", dial_host(c), (unsigned)dial_port(c));
+	while (c->proxysent < c->proxylen) {
+		long n = kr_port_send(c->src.fd, c->rbuf + c->proxysent, c->proxylen - c->proxysent);
+
+		if (n == KR_IO_WAIT) {
+			c->src.want = KR_POLL_OUT;
+			return;
+		}
+		if (n < 0) {
+			snprintf(why, sizeof(why), "unable to send CONNECT to proxy %s: %s", proxy,
+				 kr_port_last_error());
+			fail(c, KR_EIO, why);
+			return;
+		}
+		c->proxysent += (size_t)n;
+	}
+	for (;;) {
+		const char *body;
+		size_t used = 0, blen = 0;
+		long n = kr_port_recv(c->src.fd, c->rbuf, sizeof(c->rbuf));
+		int r;
+
+		if (n == KR_IO_WAIT) {
+			c->src.want = KR_POLL_IN;
+			return;
+		}
+		if (n == 0) {
+			snprintf(why, sizeof(why), "proxy %s closed the connection before answering CONNECT",
+				 proxy);
+			fail(c, KR_ECLOSED, why);
+			return;
+		}
+		if (n < 0) {
+			snprintf(why, sizeof(why), "unable to read the CONNECT answer of proxy %s: %s",
+				 proxy, kr_port_last_error());
+			fail(c, KR_EIO, why);
+			return;
+		}
+		r = kr_http_resp_feed(&c->resp, c->rbuf, (size_t)n, &used, &body, &blen);
+		if (r == 0)
+			continue;
+		if (r < 0 || r != KR_HTTP_HEAD) {
+			snprintf(why, sizeof(why), "bad CONNECT answer from proxy %s: %s", proxy,
+				 c->resp.error ? c->resp.error : kr_strerror(r));
+			fail(c, KR_EPROTO, why);
+			return;
+		}
+		if (c->resp.status != 200) {
+			int st = c->resp.status;
+			const char *text = kr_proxy_status_text(st);
+
+			snprintf(why, sizeof(why), "proxy %s refused CONNECT: %d%s%s%s", proxy, st,
+				 *text ? " " : "", text,
+				 st != 407 ? "" : c->cfg.proxy->auth[0] ? " (credentials refused)"
+									  : " (no credentials in the proxy URL)");
+			fail(c, st == 407 ? KR_EAUTH : KR_EIO, why);
+			return;
+		}
+		if (used != (size_t)n) {
+			snprintf(why, sizeof(why), "proxy %s sent %zu unexpected bytes after its CONNECT answer",
+				 proxy, (size_t)n - used);
+			fail(c, KR_EPROTO, why);
+			return;
+		}
+		kr_log(KR_LOG_DEBUG, "proxy %s opened a tunnel to %s:%u", proxy, c->cfg.host,
+		       (unsigned)c->cfg.port);
+		kr_http_resp_init(&c->resp);   /* fresh for the API server's response */
+		tunnel_up(c);
+		if (c->state == KR_CONN_HANDSHAKE)
+			do_handshake(c);
+		else if (c->state == KR_CONN_SENDING)
+			do_send(c);
+		return;
+	}
 }
 
 static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
@@ -486,13 +621,13 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 	(void)loop;
 	switch (c->state) {
 	case KR_CONN_RESOLVING:
-		r = kr_port_resolve_finish(c->resolve_fd, c->cfg.port, c->addrs, KR_CONN_MAX_ADDRS, 0);
+		r = kr_port_resolve_finish(c->resolve_fd, dial_port(c), c->addrs, KR_CONN_MAX_ADDRS, 0);
 		if (r == KR_IO_WAIT)
 			return;
 		c->resolve_fd = -1;
 		c->src.fd = -1;
 		if (r <= 0) {
-			snprintf(why, sizeof(why), "unable to resolve host name '%s'", c->cfg.host);
+			snprintf(why, sizeof(why), "unable to resolve %shost name '%s'", via(c), dial_host(c));
 			fail(c, KR_ENOENT, why);
 			return;
 		}
@@ -506,7 +641,7 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 			char addr[64];
 
 			kr_port_addr_format(&c->addrs[c->addr_index], addr, sizeof(addr));
-			kr_log(KR_LOG_DEBUG, "unable to connect to %s: %s", addr, kr_port_last_error());
+			kr_log(KR_LOG_DEBUG, "unable to connect to %s%s: %s", via(c), addr, kr_port_last_error());
 			kr_port_close(s->fd);
 			s->fd = -1;
 			if (c->addr_index + 1 < c->naddrs) {
@@ -514,15 +649,20 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 				try_connect(c);
 				return;
 			}
-			snprintf(why, sizeof(why), "unable to connect to %s: %s", addr,
+			snprintf(why, sizeof(why), "unable to connect to %s%s: %s", via(c), addr,
 				 kr_port_last_error());
 			c->resolved_at = 0;    /* look the name up again next time */
 			fail(c, KR_EIO, why);
 			return;
 		}
 		connected(c);
-		if (c->state == KR_CONN_HANDSHAKE)
+		if (c->state == KR_CONN_PROXY)
+			do_proxy(c);
+		else if (c->state == KR_CONN_HANDSHAKE)
 			do_handshake(c);
+		return;
+	case KR_CONN_PROXY:
+		do_proxy(c);
 		return;
 	case KR_CONN_HANDSHAKE:
 		do_handshake(c);

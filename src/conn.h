@@ -5,8 +5,10 @@
  * Everything is driven from the loop; nothing here blocks. Each request
  * hands its response on through callbacks as bytes arrive (head, body spans,
  * end), so a watch that never ends costs no more than one read buffer.
- * Every state that waits has a deadline: lookup and connect and handshake
- * share the connect timeout; a response has a read-idle deadline (no byte
+ * With cfg.proxy set, lookup and connect go to the proxy and a CONNECT
+ * tunnel is opened before the TLS handshake.
+ * Every state that waits has a deadline: lookup, connect, proxy CONNECT and
+ * handshake share the connect timeout; a response has a read-idle deadline (no byte
  * for that long closes the connection with a reason).
  */
 #ifndef KR_CONN_H
@@ -17,6 +19,7 @@
 #include "http.h"
 #include "kreflect_config.h"
 #include "loop.h"
+#include "proxy.h"
 #include "tls.h"
 
 #ifndef KR_HOST_MAX
@@ -32,7 +35,8 @@
 enum kr_conn_state {
 	KR_CONN_IDLE,                  /* no socket */
 	KR_CONN_RESOLVING,             /* name lookup running in a child */
-	KR_CONN_CONNECTING,            /* TCP connect in flight */
+	KR_CONN_CONNECTING,            /* TCP connect in flight (to the proxy, if any) */
+	KR_CONN_PROXY,                 /* CONNECT sent to the proxy, waiting for its 200 */
 	KR_CONN_HANDSHAKE,             /* TLS handshake */
 	KR_CONN_READY,                 /* connected, no request in flight */
 	KR_CONN_SENDING,               /* writing a request */
@@ -47,6 +51,10 @@ struct kr_conn_cfg {
 	struct kr_tls_ctx *tls;        /* NULL: plain TCP (simulator, benchmarks) */
 	int connect_timeout_ms;        /* lookup + connect + handshake; 0 = 10 s */
 	int idle_timeout_ms;           /* default read-idle deadline; 0 = 60 s */
+	/* NULL: connect directly. Else an HTTP proxy (caller-owned, must outlive
+	 * the connection): TCP goes to it, "CONNECT host:port" opens a tunnel, and
+	 * TLS to the API server (verified against server_name) runs inside it. */
+	const struct kr_proxy *proxy;
 };
 
 struct kr_request {
@@ -89,6 +97,8 @@ struct kr_conn {
 	unsigned gen;                  /* bumped on every close and request end */
 	size_t reqlen;
 	size_t reqsent;
+	size_t proxylen;               /* CONNECT request bytes (kept in rbuf while sent) */
+	size_t proxysent;
 	char reason[192];              /* why the connection last closed */
 	/* counters */
 	unsigned long connects;

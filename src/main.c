@@ -12,11 +12,14 @@
 
 #include "auth.h"
 #include "budget.h"
+#include "discovery.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "kubeconfig.h"
 #include "log.h"
 #include "loop.h"
+#include "proxy.h"
+#include "notify.h"
 #include "mbedtls/build_info.h"
 #include "reflector.h"
 #include "resource.h"
@@ -39,11 +42,16 @@ static struct kr_loop loop;
 static struct kr_tls_ctx tls_ctx;
 static struct kr_jsonl jsonl;
 static struct kr_dirsink dirsink;
+static struct kr_notify notify;
+static int notify_on;
 static struct kr_resource resources[KR_MAX_RESOURCES];
 static unsigned char pem[KR_PEM_MAX + 3];
 static struct kr_auth auth;
 static struct kr_kubeconfig kcfg;
 static struct kr_kubeconfig_work kwork;
+static struct kr_proxy proxy;
+/* Command-line names left for discovery, by index into resources[]; NULL = resolved. */
+static const char *discover_arg[KR_MAX_RESOURCES];
 
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...]\n"
@@ -52,8 +60,10 @@ static const char usage[] =
 	"every change as a JSON line on stdout.\n"
 	"\n"
 	"RESOURCE: configmaps | v1/configmaps | deployments.apps | apps/v1/deployments\n"
-	"          (a built-in type; short names like cm work). None given: the\n"
-	"          compile-time table in config/resources.def.\n"
+	"          (a built-in type; short names like cm work), or any other resource the\n"
+	"          server serves, found by discovery at start-up: widgets.example.com,\n"
+	"          widgets.v1.example.com, example.com/v1/widgets (exit 2 if it does not\n"
+	"          exist). None given: the compile-time table in config/resources.def.\n"
 	"\n"
 	"connection (in kubectl's order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config;\n"
 	"the flags below then override the chosen source field by field):\n"
@@ -89,6 +99,12 @@ static const char usage[] =
 	"                                 kreflect.io/target-dir; \"\" turns it off)\n"
 	"  --file-mode MODE               mode of files written (octal, default 0644)\n"
 	"  --secret-file-mode MODE        mode of Secret data files (octal, default 0600)\n"
+	"  --exec 'CMD ARGS'              after changes, run CMD (no shell; write sh -c '...' for one)\n"
+	"                                 with KREFLECT_EVENTS=<count> and the changed\n"
+	"                                 resource/namespace/name keys on stdin; never two at once\n"
+	"  --signal SIG:PID|SIG:@PIDFILE  after changes, send SIG (HUP, USR1, ...) to a process\n"
+	"  --debounce MS                  batch changes for MS milliseconds into one notification\n"
+	"                                 (default 1000); nothing fires before the first full sync\n"
 	"  -o, --output jsonl|none        default jsonl on stdout:\n"
 	"        {\"type\":\"ADDED|MODIFIED|DELETED|RESYNC\",\"object\":{...}}\n"
 	"        {\"type\":\"SYNCED\",\"resource\":\"...\",\"resourceVersion\":\"...\",\"count\":N}\n"
@@ -108,6 +124,12 @@ static const char usage[] =
 	"  KREFLECT_SERVICEACCOUNT_DIR    where the service account files are\n"
 	"                                 (default /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"  HOME                           for ~/.kube/config\n"
+	"  HTTPS_PROXY, https_proxy       http://[user:pass@]host[:port] proxy for the API server\n"
+	"                                 (HTTP CONNECT; TLS still verified end to end); the\n"
+	"                                 cluster's proxy-url wins over it; only http:// proxies\n"
+	"  NO_PROXY, no_proxy             comma-separated hosts reached directly: *, name (and\n"
+	"                                 its subdomains), .domain (subdomains), IP, CIDR;\n"
+	"                                 localhost and loopback IPs never use HTTPS_PROXY\n"
 	"\n"
 	"exit codes:\n"
 	"  0  clean stop (SIGTERM/SIGINT), --once finished, --help/--version/--print-budget\n"
@@ -133,6 +155,7 @@ struct options {
 	int timeout_s;
 	struct kr_reflector_opts ropts;
 	struct kr_dirsink_opts dir;
+	struct kr_notify_opts notify;
 };
 
 static void print_version(void)
@@ -267,6 +290,14 @@ static const unsigned char *load_pem(const char *flag, const char *path, size_t 
 static void on_signal(struct kr_loop *l, int sig, void *arg)
 {
 	(void)arg;
+	if (sig == SIGCHLD) {
+		int pid, code;
+
+		while ((pid = kr_port_reap(&code)) > 0)
+			if (notify_on)
+				kr_notify_child_exited(&notify, pid, code);
+		return;
+	}
 	if (sig == SIGTERM || sig == SIGINT) {
 		kr_log(KR_LOG_INFO, "stopping on signal %d", sig);
 		kr_reflect_stop(&top);
@@ -310,7 +341,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 {
 	char err[256];
 	const char *v;
-	int i;
+	int i, r;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -404,6 +435,37 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				o->dir.file_mode = (unsigned)mode;
 			else
 				o->dir.secret_mode = (unsigned)mode;
+		} else if ((v = value_of(argc, argv, &i, "--exec", NULL))) {
+			if (!*v)
+				return usage_error("--exec needs a command%s", "");
+			o->notify.exec = v;
+		} else if ((v = value_of(argc, argv, &i, "--signal", NULL))) {
+			char name[16];
+			const char *colon = strchr(v, ':');
+			size_t nl = colon ? (size_t)(colon - v) : 0;
+
+			if (!colon || nl == 0 || nl >= sizeof(name))
+				return usage_error("--signal must be SIG:PID or SIG:@PIDFILE, not '%s'", v);
+			memcpy(name, v, nl);
+			name[nl] = '\0';
+			o->notify.signal = kr_port_signal_number(name);
+			if (o->notify.signal <= 0)
+				return usage_error("--signal: unknown signal '%s'", name);
+			if (colon[1] == '@' && colon[2]) {
+				o->notify.signal_pidfile = colon + 2;
+			} else {
+				long pid = parse_num(colon + 1, 1, 0x7fffffff);
+
+				if (pid < 0)
+					return usage_error("--signal: '%s' is not a pid or @pidfile", colon + 1);
+				o->notify.signal_pid = (int)pid;
+			}
+		} else if ((v = value_of(argc, argv, &i, "--debounce", NULL))) {
+			long n = parse_num(v, 0, 3600000);
+
+			if (n < 0)
+				return usage_error("--debounce must be 0 to 3600000 milliseconds, not '%s'", v);
+			o->notify.debounce_ms = (int)n;
 		} else if (strcmp(a, "--keep-managed-fields") == 0) {
 			o->ropts.keep_managed_fields = 1;
 		} else if (strcmp(a, "--once") == 0) {
@@ -425,7 +487,13 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 		} else {
 			if (*nres == KR_MAX_RESOURCES)
 				return usage_error("more resources than KR_MAX_RESOURCES, at '%s'", a);
-			if (kr_resource_lookup(a, &resources[*nres], err, sizeof(err)) != 0) {
+			r = kr_resource_lookup(a, &resources[*nres], err, sizeof(err));
+			if (r == KR_ENOENT) {
+				/* Not built in: asked of the server once the connection is known. */
+				r = kr_discovery_parse_arg(a, &resources[*nres], err, sizeof(err));
+				discover_arg[*nres] = a;
+			}
+			if (r != 0) {
 				fprintf(stderr, "kreflect: %s\n", err);
 				return EXIT_USAGE;
 			}
@@ -485,7 +553,7 @@ static int choose_source(const struct options *o)
 	} else if (host && *host && port && *port && !o->context) {
 		return in_cluster(host, port);
 	} else if (home && *home && snprintf(path, sizeof(path), "%s/.kube/config", home) > 0 &&
-		   kr_port_fs_stat(path, &st) == 0) {
+		   kr_port_fs_stat(path, &st) == 0 && st.type != KR_FS_NONE) {
 		paths[0] = path;
 		r = kr_kubeconfig_load(&kcfg, &kwork, paths, 1, o->context, err, sizeof(err));
 	} else {
@@ -535,14 +603,79 @@ static int apply_flags(const struct options *o)
 			"does not support: use a token, a token file or a client certificate\n", kcfg.user);
 		return EXIT_USAGE;
 	}
-	if (kcfg.proxy_url[0]) {
-		fprintf(stderr, "kreflect: cluster %s sets proxy-url, which kreflect does not support "
-			"yet: remove it to connect directly\n", kcfg.cluster);
+	/* The proxy (kubeconfig proxy-url, HTTPS_PROXY, NO_PROXY) is chosen by
+	 * use_proxy() once the server's host is known. */
+	return 0;
+}
+
+/*
+ * As client-go: the cluster's proxy-url always; else HTTPS_PROXY (then
+ * https_proxy) unless the host is loopback or matches NO_PROXY (then
+ * no_proxy). Plain http:// servers are tunnelled too (client-go would send
+ * absolute-form requests; CONNECT works with every proxy that allows it).
+ * Returns 0 or an exit code (message printed).
+ */
+static int use_proxy(struct kr_conn_cfg *cfg)
+{
+	const char *url = kr_proxy_choose(kcfg.proxy_url, getenv("HTTPS_PROXY"), getenv("https_proxy"),
+					  getenv("NO_PROXY"), getenv("no_proxy"), cfg->host);
+	const char *from = url == kcfg.proxy_url ? "the cluster's proxy-url" : "HTTPS_PROXY";
+	char shown[KR_KUBECONFIG_URL_MAX], err[200];
+
+	if (!url) {
+		if ((getenv("HTTPS_PROXY") && *getenv("HTTPS_PROXY")) ||
+		    (getenv("https_proxy") && *getenv("https_proxy")))
+			kr_log(KR_LOG_INFO, "connecting to %s directly (NO_PROXY or loopback)", cfg->host);
+		return 0;
+	}
+	kr_proxy_redact(url, shown, sizeof(shown));
+	if (kr_proxy_parse(&proxy, url, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kreflect: unable to use the proxy %s from %s: %s\n", shown, from, err);
 		return EXIT_USAGE;
 	}
-	if ((getenv("HTTPS_PROXY") && *getenv("HTTPS_PROXY")) || (getenv("https_proxy") && *getenv("https_proxy")))
-		kr_log(KR_LOG_WARN, "HTTPS_PROXY is set, but kreflect does not support proxies yet: "
-		       "connecting directly");
+	cfg->proxy = &proxy;
+	kr_log(KR_LOG_INFO, "connecting to %s through the proxy %s (from %s%s)", cfg->host, shown,
+	       from, proxy.auth[0] ? ", with credentials" : "");
+	return 0;
+}
+
+#define DISCOVERY_TIMEOUT_MS 15000
+
+/*
+ * Resolves the names parse_flags left for discovery, before the store exists:
+ * its arena is the scratch (connection, tokens, response body). Returns 0 or
+ * an exit code: EXIT_USAGE when a resource does not exist, EXIT_FATAL when
+ * the server could not tell.
+ */
+static int discover(const struct kr_conn_cfg *cfg, int nres)
+{
+	struct kr_discovery_work w;
+	char err[512];
+	size_t off, tokbytes;
+	int i, r;
+
+	off = (sizeof(struct kr_conn) + 15u) & ~(size_t)15u;
+	tokbytes = (size_t)KR_JSON_TOKENS * sizeof(kr_json_tok);
+	if (off + tokbytes + 65536u > sizeof(arena))
+		tokbytes = (sizeof(arena) - off) / 2 / sizeof(kr_json_tok) * sizeof(kr_json_tok);
+	w.conn = (struct kr_conn *)(void *)arena;
+	w.toks = (kr_json_tok *)(void *)(arena + off);
+	w.ntoks = (int)(tokbytes / sizeof(kr_json_tok));
+	w.body = arena + off + tokbytes;
+	w.cap = sizeof(arena) - off - tokbytes;
+	for (i = 0; i < nres; i++) {
+		if (!discover_arg[i])
+			continue;
+		kr_loop_init(&loop);
+		r = kr_discovery_resolve(&loop, cfg, kr_auth_token(&auth), &w, discover_arg[i],
+					 &resources[i], DISCOVERY_TIMEOUT_MS, err, sizeof(err));
+		if (r != 0) {
+			fprintf(stderr, "kreflect: %s\n", err);
+			return r == KR_ENOENT ? EXIT_USAGE : EXIT_FATAL;
+		}
+		discover_arg[i] = NULL;
+	}
+	/* The store starts over the scratch: untouched pages stay untouched. */
 	return 0;
 }
 
@@ -574,6 +707,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.verbosity = 1;
 	o.timeout_s = 60;
+	o.notify.debounce_ms = 1000;
 	kr_reflector_opts_default(&o.ropts);
 	r = parse_flags(argc, argv, &o, &nres);
 	if (r)
@@ -598,6 +732,9 @@ int main(int argc, char **argv)
 	}
 	if (kcfg.tls_server_name[0])
 		snprintf(cfg.server_name, sizeof(cfg.server_name), "%s", kcfg.tls_server_name);
+	r = use_proxy(&cfg);
+	if (r)
+		return r;
 
 	if (nres == 0) {
 		const struct kr_resource *d = kr_resource_defaults(&ndef);
@@ -675,6 +812,9 @@ int main(int argc, char **argv)
 		kr_log(KR_LOG_WARN, "server %s is plain HTTP: nothing is encrypted or verified", kcfg.server);
 	}
 
+	r = discover(&cfg, nres);
+	if (r)
+		return r;
 	kr_store_init(&store, arena, sizeof(arena), entries, KR_MAX_OBJECTS, buckets,
 		      KR_STORE_BUCKETS, KR_STORE_RESERVE);
 	kr_loop_init(&loop);
@@ -696,6 +836,16 @@ int main(int argc, char **argv)
 		sink.event = kr_dirsink_event;
 		sink.arg = &dirsink;
 		kr_reflect_add_sink(&top, &sink);
+	}
+	if (o.notify.exec || o.notify.signal) {
+		o.notify.resources = nres;
+		if (kr_notify_init(&notify, &loop, &o.notify, err, sizeof(err)) != 0)
+			return usage_error("--exec: %s", err);
+		sink.event = kr_notify_event;
+		sink.arg = &notify;
+		/* After the files: a notification means they are in place. */
+		kr_reflect_add_sink(&top, &sink);
+		notify_on = 1;
 	}
 	if (!o.output_none) {
 		kr_jsonl_init(&jsonl, 1);

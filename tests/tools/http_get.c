@@ -5,9 +5,12 @@
  * and FNV-1a hash, or the error; then the connection counters.
  *
  *   http_get [--ca F] [--insecure] [--plain] [--name N] [--idle-ms N]
- *            [--connect-ms N] [--reconnect] [--token T] HOST PORT PATH...
+ *            [--connect-ms N] [--reconnect] [--token T] [--proxy URL]
+ *            [--no-proxy LIST] HOST PORT PATH...
  *
  * --reconnect closes the connection between requests (to show resumption).
+ * --proxy tunnels through an http:// proxy with CONNECT; --no-proxy applies
+ * the NO_PROXY rule (kr_proxy_bypass) to HOST and prints "proxy: bypassed".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@ static unsigned char ca_buf[KR_PEM_MAX + 1];
 static struct kr_tls_ctx tls_ctx;
 static struct kr_loop loop;
 static struct kr_conn conn;
+static struct kr_proxy proxy;
 
 struct run {
 	char **paths;
@@ -108,6 +112,7 @@ int main(int argc, char **argv)
 	struct kr_conn_cfg cfg;
 	struct kr_tls_opts opts;
 	struct run run;
+	const char *proxy_url = NULL, *no_proxy = NULL;
 	char err[256];
 	int i, plain = 0;
 
@@ -139,6 +144,10 @@ int main(int argc, char **argv)
 			cfg.connect_timeout_ms = (int)strtol(argv[++i], NULL, 10);
 		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
 			run.token = argv[++i];
+		} else if (strcmp(argv[i], "--proxy") == 0 && i + 1 < argc) {
+			proxy_url = argv[++i];
+		} else if (strcmp(argv[i], "--no-proxy") == 0 && i + 1 < argc) {
+			no_proxy = argv[++i];
 		} else if (strcmp(argv[i], "-v") == 0) {
 			kr_log_set_level(KR_LOG_DEBUG);
 		} else {
@@ -152,6 +161,15 @@ int main(int argc, char **argv)
 	}
 	snprintf(cfg.host, sizeof(cfg.host), "%s", argv[i]);
 	cfg.port = (uint16_t)strtol(argv[i + 1], NULL, 10);
+	if (proxy_url && kr_proxy_bypass(no_proxy, cfg.host)) {
+		printf("proxy: bypassed for %s\n", cfg.host);
+	} else if (proxy_url) {
+		if (kr_proxy_parse(&proxy, proxy_url, err, sizeof(err)) != 0) {
+			fprintf(stderr, "http_get: --proxy: %s\n", err);
+			return 2;
+		}
+		cfg.proxy = &proxy;
+	}
 	run.paths = argv + i + 2;
 	run.npaths = argc - i - 2;
 	if (kr_tls_global_init() != 0)

@@ -116,5 +116,117 @@ if [ $rc -eq 0 ] && has insecure "warn: TLS certificate of 127.0.0.1 NOT verifie
 	ok "--insecure works and warns once per connection"
 else bad "insecure" "$dir/insecure.out"; fi
 
+# 10. Through an HTTP CONNECT proxy (tests/proxy/proxy.py): the TLS handshake
+#     with the server runs inside the tunnel, verified against 127.0.0.1.
+# start_proxy NAME ARGS...: starts a proxy, sets $pport; its pids go to $ppids
+ppids=""
+trap 'kill $spid $ppids 2>/dev/null' EXIT
+start_proxy() {
+	pn=$1
+	shift
+	: >"$dir/$pn.log"
+	python3 tests/proxy/proxy.py --log "$dir/$pn.log" --lifetime 300 "$@" >"$dir/$pn.out" 2>&1 &
+	ppids="$ppids $!"
+	pport=""
+	i=0
+	while [ -z "$pport" ] && [ $i -lt 100 ]; do
+		pport=$(sed -n 's/^PORT //p' "$dir/$pn.out")
+		[ -n "$pport" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
+nconnect() { grep -c "^CONNECT 127.0.0.1:$port -> $2" "$dir/$1.log"; }
+start_proxy proxy-open
+open_port=$pport
+if [ -z "$open_port" ]; then
+	bad "proxy did not start" "$dir/proxy-open.out"
+else
+	run proxy $tls --proxy "http://127.0.0.1:$open_port" 127.0.0.1 "$port" /hello
+	if [ $rc -eq 0 ] && has proxy "request 1: status 200 bytes 12" &&
+		[ "$(nconnect proxy-open 200)" -eq 1 ] && [ "$(wc -l <"$dir/proxy-open.log")" -eq 1 ] &&
+		grep -q "ua=kreflect/" "$dir/proxy-open.log"; then
+		ok "proxy: GET through CONNECT 127.0.0.1:$port, TLS verified inside the tunnel"
+	else bad "proxy GET" "$dir/proxy.out"; fi
+
+	: >"$dir/proxy-open.log"
+	run proxy-keepalive $tls --proxy "http://127.0.0.1:$open_port/" 127.0.0.1 "$port" /hello /chunked/3/1000 /hello
+	if [ $rc -eq 0 ] && has proxy-keepalive "^connects 1 requests 3 full-handshakes 1" &&
+		has proxy-keepalive "request 2: status 200 bytes 3000" && [ "$(nconnect proxy-open 200)" -eq 1 ]; then
+		ok "proxy keep-alive: 3 requests, 1 CONNECT, 1 handshake"
+	else bad "proxy keep-alive" "$dir/proxy-keepalive.out"; fi
+
+	: >"$dir/proxy-open.log"
+	run proxy-resume $tls --reconnect --proxy "http://127.0.0.1:$open_port" 127.0.0.1 "$port" /hello /hello /hello
+	if [ $rc -eq 0 ] && has proxy-resume "^connects 3 requests 3 full-handshakes 1 resumed-handshakes 2" &&
+		[ "$(nconnect proxy-open 200)" -eq 3 ]; then
+		ok "proxy: 3 reconnects, 3 CONNECTs, TLS resumed through the tunnel"
+	else bad "proxy resumption" "$dir/proxy-resume.out"; fi
+
+	run proxy-stall $tls --idle-ms 1500 --proxy "http://127.0.0.1:$open_port" 127.0.0.1 "$port" /stall/100
+	if [ $rc -ne 0 ] && has proxy-stall "read-idle deadline \(1500 ms\)"; then
+		ok "proxy: read-idle deadline works through the tunnel"
+	else bad "proxy read-idle" "$dir/proxy-stall.out"; fi
+
+	run proxy-wrongname $tls --name api.wrong.example --proxy "http://127.0.0.1:$open_port" 127.0.0.1 "$port" /hello
+	if [ $rc -ne 0 ] && has proxy-wrongname "TLS handshake failed: server certificate not trusted"; then
+		ok "proxy: server certificate still verified inside the tunnel"
+	else bad "proxy name mismatch" "$dir/proxy-wrongname.out"; fi
+
+	run proxy-bypass $tls --proxy "http://127.0.0.1:1" --no-proxy " other.example, 127.0.0.0/8 " 127.0.0.1 "$port" /hello
+	if [ $rc -eq 0 ] && has proxy-bypass "^proxy: bypassed for 127.0.0.1" && has proxy-bypass "request 1: status 200"; then
+		ok "NO_PROXY (CIDR entry) bypasses the proxy"
+	else bad "NO_PROXY bypass" "$dir/proxy-bypass.out"; fi
+fi
+
+start_proxy proxy-auth --user kube --password 's3cr:t@x'
+if [ -n "$pport" ]; then
+	run proxy-auth-ok $tls --proxy "http://kube:s3cr%3At%40x@127.0.0.1:$pport" 127.0.0.1 "$port" /hello
+	if [ $rc -eq 0 ] && has proxy-auth-ok "request 1: status 200" && [ "$(nconnect proxy-auth 200)" -eq 1 ]; then
+		ok "proxy basic auth: percent-encoded credentials accepted"
+	else bad "proxy auth (right credentials)" "$dir/proxy-auth-ok.out"; fi
+	run proxy-auth-bad $tls --proxy "http://kube:wrong@127.0.0.1:$pport" 127.0.0.1 "$port" /hello
+	if [ $rc -ne 0 ] && has proxy-auth-bad "request 1: error .*proxy 127.0.0.1:$pport refused CONNECT: 407 Proxy Authentication Required \(credentials refused\)" &&
+		! grep -q wrong "$dir/proxy-auth-bad.out"; then
+		ok "proxy basic auth: wrong credentials give a clear 407 error"
+	else bad "proxy auth (wrong credentials)" "$dir/proxy-auth-bad.out"; fi
+	run proxy-auth-none $tls --proxy "http://127.0.0.1:$pport" 127.0.0.1 "$port" /hello
+	if [ $rc -ne 0 ] && has proxy-auth-none "refused CONNECT: 407 Proxy Authentication Required \(no credentials"; then
+		ok "proxy basic auth: no credentials, 407 says so"
+	else bad "proxy auth (no credentials)" "$dir/proxy-auth-none.out"; fi
+else bad "auth proxy did not start" "$dir/proxy-auth.out"; fi
+
+start_proxy proxy-refuse --refuse
+if [ -n "$pport" ]; then
+	run proxy-refused $tls --proxy "http://127.0.0.1:$pport" 127.0.0.1 "$port" /hello
+	if [ $rc -ne 0 ] && has proxy-refused "request 1: error .*proxy 127.0.0.1:$pport refused CONNECT: 403 Forbidden"; then
+		ok "refusing proxy: clear 403 error"
+	else bad "refusing proxy" "$dir/proxy-refused.out"; fi
+else bad "refusing proxy did not start" "$dir/proxy-refuse.out"; fi
+
+start_proxy proxy-junk --junk
+run proxy-junk $tls --proxy "http://127.0.0.1:$pport" 127.0.0.1 "$port" /hello
+if [ $rc -ne 0 ] && has proxy-junk "request 1: error .*proxy 127.0.0.1:$pport sent 4 unexpected bytes after its CONNECT answer"; then
+	ok "proxy sending bytes after its 200: refused, not fed to TLS"
+else bad "proxy junk after 200" "$dir/proxy-junk.out"; fi
+
+start_proxy proxy-silent --silent
+t0=$(date +%s%N)
+run proxy-silent $tls --connect-ms 1500 --proxy "http://127.0.0.1:$pport" 127.0.0.1 "$port" /hello
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ $rc -ne 0 ] && has proxy-silent "request 1: error timed out: .*proxy CONNECT timed out" &&
+	[ "$ms" -ge 1400 ] && [ "$ms" -lt 5000 ]; then
+	ok "silent proxy: 'proxy CONNECT timed out' after ${ms} ms"
+else bad "silent proxy (${ms} ms)" "$dir/proxy-silent.out"; fi
+
+run proxy-down $tls --connect-ms 3000 --proxy "http://127.0.0.1:1" 127.0.0.1 "$port" /hello
+if [ $rc -ne 0 ] && has proxy-down "request 1: error .*unable to connect to proxy 127.0.0.1:1: Connection refused"; then
+	ok "proxy not listening: clear error naming the proxy"
+else bad "proxy down" "$dir/proxy-down.out"; fi
+
+run proxy-https $tls --proxy "https://127.0.0.1:1" 127.0.0.1 "$port" /hello
+if [ $rc -eq 2 ] && has proxy-https "https:// proxies are not supported"; then
+	ok "https:// proxy URL refused with a clear error"
+else bad "https proxy URL" "$dir/proxy-https.out"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
