@@ -89,9 +89,14 @@ LDHARDEN := -Wl,-z,relro,-z,now,-z,noexecstack -Wl,--build-id=none
 WARN := -Wall -Wextra -Werror -Werror=vla -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Wpointer-arith \
 	-Wundef $(if $(filter clang,$(CC)),,-Wno-format-truncation)
+# KR_RESOURCES=path/to/other.def compiles another default resource table
+# instead of config/resources.def (see the README).
+ifneq ($(KR_RESOURCES),)
+RESOURCES_CPPFLAGS := -DKR_RESOURCES_FILE='"$(abspath $(KR_RESOURCES))"'
+endif
 CPPFLAGS := -Iconfig -Iport -Isrc -Ibuild/include $(MBEDTLS_CPPFLAGS) \
 	-D_POSIX_C_SOURCE=200809L -DKR_TARGET='"$(TARGET)"' \
-	-DKR_PORT_$(PORT)=1 $(EXTRA_CPPFLAGS)
+	-DKR_PORT_$(PORT)=1 $(RESOURCES_CPPFLAGS) $(EXTRA_CPPFLAGS)
 CFLAGS := -std=c11 $(OPT) $(ARCH_FLAGS) $(HARDEN) $(WARN) -MMD -MP $(EXTRA_CFLAGS)
 LDFLAGS := $(LINK_STATIC) $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(EXTRA_LDFLAGS)
 

@@ -67,6 +67,7 @@ for t in "$@"; do
 	run_suite "transport/$t" sh tests/transport/run.sh "$t"
 	# End to end against the test API server: the product build and the sanitizers.
 	case "$t" in x86_64 | asan)
+		run_suite "access/$t" sh tests/access/run.sh "$t"
 		[ -f tests/e2e/run.sh ] && run_suite "e2e/$t" sh tests/e2e/run.sh "$t" ;;
 	esac
 done
