@@ -352,5 +352,46 @@ else
 	bad "i: KR_RESOURCES build" "rc=$rc got=[$got] want=[$want] synced=$synced default=[$dflt]" "$(tail -3 "$T/i.err")"
 fi
 
+# --- (j) through an HTTPS proxy: the cluster's proxy-url ------------------------------------------
+
+proxy_start() { # LOG ARGS...: starts tests/proxy/proxy.py, sets PROXY_PID and PROXY_PORT
+	plog=$1
+	shift
+	python3 tests/proxy/proxy.py --log "$plog.connects" "$@" >"$plog" 2>&1 &
+	PROXY_PID=$!
+	PROXY_PORT=""
+	i=0
+	while [ -z "$PROXY_PORT" ] && [ $i -lt 100 ]; do
+		PROXY_PORT=$(sed -n 's/^PORT //p' "$plog" | head -n 1)
+		[ -n "$PROXY_PORT" ] || sleep 0.1
+		i=$((i + 1))
+	done
+}
+proxy_stop() { kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null; }
+
+proxy_start "$T/proxy.log"
+sed "s|^\(  *\)server: \(.*\)$|\1server: \2\n\1proxy-url: http://127.0.0.1:$PROXY_PORT|" "$W/kubeconfig" >"$T/proxied.yaml"
+run "$BIN" --kubeconfig "$T/proxied.yaml" --once --timeout 10 configmaps >"$T/j.out" 2>"$T/j.err"
+rc=$?
+got=$(names "$T/j.out")
+want=$(server_names configmaps default)
+proxy_stop
+if [ $rc -eq 0 ] && [ "$got" = "$want" ] && grep -q "127.0.0.1:$PORT" "$T/proxy.log.connects" &&
+	grep -q "through the proxy http://127.0.0.1:$PROXY_PORT" "$T/j.err"; then
+	ok "j: syncs through the cluster's proxy-url (CONNECT seen by the proxy, TLS verified inside)"
+else
+	bad "j: proxy-url" "rc=$rc got=[$got] want=[$want]" "$(tail -3 "$T/j.err")" "$(tail -3 "$T/proxy.log")"
+fi
+proxy_start "$T/proxy2.log" --refuse
+sed "s|^\(  *\)server: \(.*\)$|\1server: \2\n\1proxy-url: http://127.0.0.1:$PROXY_PORT|" "$W/kubeconfig" >"$T/refused.yaml"
+run "$BIN" --kubeconfig "$T/refused.yaml" --once --timeout 4 configmaps >"$T/j2.out" 2>"$T/j2.err"
+rc=$?
+proxy_stop
+if [ $rc -eq 1 ] && grep -q "refused CONNECT: 403" "$T/j2.err"; then
+	ok "j: a refusing proxy: exit 1 within --timeout, the reason named"
+else
+	bad "j: refusing proxy" "rc=$rc" "$(tail -3 "$T/j2.err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
