@@ -86,6 +86,9 @@ static const char usage[] =
 	"  --page-size N                  list page size (default 500, as client-go)\n"
 	"  --resync SECONDS               re-deliver every object as RESYNC this often (default off)\n"
 	"  --initial-events-timeout SECONDS  quiet time before giving up on watch-list (default 30)\n"
+	"  --watch-idle-timeout SECONDS   a watch that brings no byte for this long (before the\n"
+	"                                 server has shown its bookmark cadence) is dropped and\n"
+	"                                 re-watched (default 120; then 2 x the bookmark gap + 5 s)\n"
 	"  --keep-managed-fields          keep metadata.managedFields (dropped by default)\n"
 	"  --once                         list, print, exit 0 (exit 1 if not synced in --timeout)\n"
 	"  --timeout SECONDS              --once: give up after this long (default 60)\n"
@@ -466,6 +469,12 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--debounce must be 0 to 3600000 milliseconds, not '%s'", v);
 			o->notify.debounce_ms = (int)n;
+		} else if ((v = value_of(argc, argv, &i, "--watch-idle-timeout", NULL))) {
+			long n = parse_num(v, 1, 86400);
+
+			if (n < 0)
+				return usage_error("--watch-idle-timeout must be 1 to 86400 seconds, not '%s'", v);
+			o->ropts.idle_default_ms = (int)n * 1000;
 		} else if (strcmp(a, "--keep-managed-fields") == 0) {
 			o->ropts.keep_managed_fields = 1;
 		} else if (strcmp(a, "--once") == 0) {

@@ -268,10 +268,18 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		       (size_t)r->top->store->used, (size_t)r->top->store->size);
 		break;
 	default:
-		/* Not even its key fits: keep the old state rather than let a sweep drop it. */
+		/*
+		 * Not even its key fits (index full): keep the old state rather than
+		 * let a sweep drop it, and say the sync is partial. One line per
+		 * object would flood the log: the first few, then the count at SYNCED.
+		 */
 		r->not_held++;
+		r->skipped++;
 		kr_store_mark(r->top->store, r->index, m->key, m->keylen, r->gen);
-		kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s", r->res.name, m->key, kr_strerror(res));
+		if (r->skipped <= 3)
+			kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (KR_MAX_OBJECTS is %u)%s",
+			       r->res.name, m->key, kr_strerror(res), (unsigned)KR_MAX_OBJECTS,
+			       r->skipped == 3 ? "; further ones are counted at the sync" : "");
 		break;
 	}
 }
@@ -343,6 +351,14 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	}
 }
 
+/* The adaptive read-idle deadline never drops below 30 s (or the configured default, if lower). */
+static int64_t idle_floor(const struct kr_reflector *r)
+{
+	int64_t d = r->top->opts.idle_default_ms;
+
+	return d < 30000 ? d : 30000;
+}
+
 /* Handles one framed watch event in the scratch area. Returns < 0 to end the stream. */
 static int watch_event(struct kr_reflector *r, size_t len)
 {
@@ -405,7 +421,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 				r->bookmark_gap_ms = gap;
 			/* Twice the longest gap seen, plus a margin, never below 30 s. */
 			gap = 2 * r->bookmark_gap_ms + 5000;
-			kr_conn_set_idle_timeout(&r->conn, (int)(gap < 30000 ? 30000 : gap));
+			kr_conn_set_idle_timeout(&r->conn, (int)(gap < idle_floor(r) ? idle_floor(r) : gap));
 		}
 		r->last_bookmark = now;
 		if (r->phase == KR_PH_WATCHLIST) {
