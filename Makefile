@@ -121,7 +121,10 @@ FUZZERS := $(patsubst %,$(O)/fuzz/%,$(FUZZ_NAMES))
 REPLAYS := $(patsubst %,$(O)/tests/replay_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 60
 
-MBEDTLS_LIB := $(O)/mbedtls/libmbedtls.a
+# mbedTLS depends only on the target and its config, not on O or our flags:
+# variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
+MBEDTLS_O := build/$(TARGET)/mbedtls
+MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
 	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help
@@ -220,7 +223,7 @@ $(O)/fuzz/%: $(O)/obj/tests/fuzz/fuzz_%.o $(OBJ) $(MBEDTLS_LIB)
 	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^
 
 # A change of compiler or flags rebuilds everything of that target.
-FLAGS_LINE := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(MBEDTLS_CFLAGS)
+FLAGS_LINE := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
 $(O)/flags.stamp: FORCE
 	@mkdir -p $(@D)
 	@echo '$(FLAGS_LINE)' | cmp -s - $@ || echo '$(FLAGS_LINE)' > $@
@@ -233,14 +236,18 @@ $(O)/obj/%.o: %.c $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
 # --- mbedTLS: compiled per target with our configuration --------------------------------------
 
 MBEDTLS_C := $(notdir $(wildcard $(MBEDTLS_DIR)/library/*.c))
-MBEDTLS_OBJ := $(patsubst %.c,$(O)/mbedtls/%.o,$(MBEDTLS_C))
+MBEDTLS_OBJ := $(patsubst %.c,$(MBEDTLS_O)/%.o,$(MBEDTLS_C))
+MBEDTLS_FLAGS_LINE := $(CC) $(MBEDTLS_CPPFLAGS) $(MBEDTLS_CFLAGS)
+$(MBEDTLS_O)/flags.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(MBEDTLS_FLAGS_LINE)' | cmp -s - $@ || echo '$(MBEDTLS_FLAGS_LINE)' > $@
 
 $(MBEDTLS_LIB): $(MBEDTLS_OBJ)
 	$(Q)test -n "$(MBEDTLS_OBJ)" || { echo "kreflect: no mbedTLS sources in $(MBEDTLS_DIR): run 'make deps'" >&2; exit 1; }
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && $(CROSS_COMPILE)ar rcs $@ $(MBEDTLS_OBJ)
 
-$(O)/mbedtls/%.o: $(MBEDTLS_DIR)/library/%.c config/mbedtls_config.h $(O)/flags.stamp $(MBEDTLS_STAMP)
+$(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c config/mbedtls_config.h $(MBEDTLS_O)/flags.stamp $(MBEDTLS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -I$(MBEDTLS_DIR)/library $(MBEDTLS_CFLAGS) -c -o $@ $<
@@ -342,7 +349,7 @@ distclean:
 help:
 	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(O)/mbedtls/*.d)
+-include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(MBEDTLS_O)/*.d)
 
 # --- measurements: benchmarks, malloc count, relist memory ---------------------------------
 #
