@@ -1584,6 +1584,14 @@ static int want_type(struct ctx *c, int v, int type, const struct owner *o, cons
 		    type == N_MAP ? "mapping" : "list");
 }
 
+/* Field key of mapping m, which must be of the given type (or absent/null). */
+static int get_typed(struct ctx *c, int m, const char *key, int type, const struct owner *o)
+{
+	int v, r = get(c, m, key, &v);
+
+	return r ? r : want_type(c, v, type, o, key);
+}
+
 /*
  * Reads string field `field` of mapping m into out[0..size) ("" when absent
  * or null); out NULL only checks it. Returns 0, KR_EINVAL (not a string, a NUL
@@ -1756,7 +1764,7 @@ static int entry_ok(struct ctx *c, int item, const char *list)
 static int read_cluster(struct ctx *c, int body, const struct owner *o, int fill)
 {
 	struct kr_kubeconfig *out = c->out;
-	int r, v, b = 0;
+	int r, b = 0;
 
 	r = want_type(c, body, N_MAP, o, "cluster");
 	if (r == 0)
@@ -1775,9 +1783,7 @@ static int read_cluster(struct ctx *c, int body, const struct owner *o, int fill
 	if (r == 0)
 		r = get_bool(c, body, "disable-compression", &b, o);
 	if (r == 0)
-		r = get(c, body, "extensions", &v);
-	if (r == 0)
-		r = want_type(c, v, N_SEQ, o, "extensions");
+		r = get_typed(c, body, "extensions", N_SEQ, o);
 	return r;
 }
 
@@ -1785,7 +1791,7 @@ static int read_user(struct ctx *c, int body, const struct owner *o, int fill)
 {
 	struct kr_kubeconfig *out = c->out;
 	static const char *const strs[] = { "as", "as-uid" };
-	int r, v, i;
+	int r, i;
 
 	r = want_type(c, body, N_MAP, o, "user");
 	if (r == 0)
@@ -1807,32 +1813,22 @@ static int read_user(struct ctx *c, int body, const struct owner *o, int fill)
 	for (i = 0; r == 0 && i < 2; i++)
 		r = get_str(c, body, strs[i], NULL, 0, o, NULL);
 	if (r == 0)
-		r = get(c, body, "exec", &v);
+		r = get_typed(c, body, "exec", N_MAP, o);
 	if (r == 0)
-		r = want_type(c, v, N_MAP, o, "exec");
+		r = get_typed(c, body, "auth-provider", N_MAP, o);
 	if (r == 0)
-		r = get(c, body, "auth-provider", &v);
+		r = get_typed(c, body, "as-groups", N_SEQ, o);
 	if (r == 0)
-		r = want_type(c, v, N_MAP, o, "auth-provider");
+		r = get_typed(c, body, "as-user-extra", N_MAP, o);
 	if (r == 0)
-		r = get(c, body, "as-groups", &v);
-	if (r == 0)
-		r = want_type(c, v, N_SEQ, o, "as-groups");
-	if (r == 0)
-		r = get(c, body, "as-user-extra", &v);
-	if (r == 0)
-		r = want_type(c, v, N_MAP, o, "as-user-extra");
-	if (r == 0)
-		r = get(c, body, "extensions", &v);
-	if (r == 0)
-		r = want_type(c, v, N_SEQ, o, "extensions");
+		r = get_typed(c, body, "extensions", N_SEQ, o);
 	return r;
 }
 
 static int read_context(struct ctx *c, int body, const struct owner *o, int fill)
 {
 	struct kr_kubeconfig *out = c->out;
-	int r, v;
+	int r;
 
 	r = want_type(c, body, N_MAP, o, "context");
 	if (r == 0)
@@ -1842,9 +1838,7 @@ static int read_context(struct ctx *c, int body, const struct owner *o, int fill
 	if (r == 0)
 		r = get_str(c, body, "namespace", fill ? out->ns : NULL, sizeof(out->ns), o, NULL);
 	if (r == 0)
-		r = get(c, body, "extensions", &v);
-	if (r == 0)
-		r = want_type(c, v, N_SEQ, o, "extensions");
+		r = get_typed(c, body, "extensions", N_SEQ, o);
 	return r;
 }
 
