@@ -1284,6 +1284,41 @@ def t_token_rotation(s):
     check(len(kr.synced()) == 1, "relisted after the rotation")
 
 
+@scenario("TokenChangesDuringA401", 4)
+def t_token_changes_during_401(s):
+    """The token file is replaced while a request waits at the server, which
+    then answers 401 (the old token was revoked): kreflect re-reads the file
+    at once and sends the same request again, sooner than any backoff, and
+    does not relist."""
+    s.server("--initial", 2)
+    rv0 = s.rv()
+    tok = os.path.join(s.dir, "token-copy")
+    shutil.copy(s.srv.ready["token_file"], tok)
+    kr = s.kreflect("--watch-list", "off", token_file=tok)
+    kr.wait_synced()
+    s.ctl.wait_watches(1, timeout=10)
+    time.sleep(1.1)    # not a "very short watch" when it is dropped
+    s.ctl.rotate_token()
+    s.ctl.fault(kind="stall", seconds=1.5, count=1, match="watch=true")
+    s.ctl.drop_watches()
+    time.sleep(0.7)
+    shutil.copy(s.srv.ready["token_file"], tok)
+    s.create("x")
+    kr.wait_event("ADDED", "x", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    r = s.reqs()
+    bad = [i for i, e in enumerate(r) if e["status"] == 401]
+    check(len(bad) == 1, "%d requests got 401, expected exactly 1" % len(bad))
+    after = r[bad[0] + 1] if bad and bad[0] + 1 < len(r) else None
+    check(after is not None and after["status"] in (200, None), "no successful request after the 401")
+    check(after is not None and gap(r[bad[0]], after) < 0.6,
+          "the retry came %.2f s after the 401: a backoff, not the immediate retry" % gap(r[bad[0]], after))
+    expect_requests([e for e in r if e["status"] != 401], [L(rv="0", limit=500), W(rv0), W(rv0, status="open")])
+    check(len(kr.synced()) == 1, "relisted after the 401")
+    check("retrying with the new token" in kr.stderr(), "no log line about the retry")
+
+
 @scenario("SigtermExits0", 4)
 def t_sigterm(s):
     s.server("--initial", 3)
