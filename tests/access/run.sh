@@ -5,7 +5,7 @@
 # refuses, custom resources through discovery, and a build with another
 # resources.def. Last line "N passed, N failed"; exit 0 only if all passed.
 #
-#   sh tests/access/run.sh [x86_64|asan]
+#   sh tests/access/run.sh [x86_64|asan|aarch64|armv7]
 set -u
 [ -n "${ACCESS_TRACE:-}" ] && set -x
 cd "$(dirname "$0")/../.." || exit 1
@@ -58,6 +58,19 @@ ctl /create '{"resource":"secrets","namespace":"edge","name":"gw-1","stringData"
 ctl /create '{"resource":"secrets","namespace":"edge","name":"gw-2","stringData":{"k":"2"},"labels":{"app":"gateway"}}' >/dev/null
 ctl /create '{"resource":"secrets","namespace":"edge","name":"other","stringData":{"k":"3"},"labels":{"app":"db"}}' >/dev/null
 ctl /create '{"resource":"secrets","namespace":"default","name":"gw-default","stringData":{"k":"4"},"labels":{"app":"gateway"}}' >/dev/null
+
+# ARM builds run under qemu-user: a wrapper that execs qemu keeps the pid and signals.
+qemu_wrap() { # BINARY NAME: prints the path to run
+	case "$target" in
+	aarch64) q=qemu-aarch64 ;;
+	armv7) q=qemu-arm ;;
+	*) echo "$1"; return ;;
+	esac
+	printf '#!/bin/sh\nexec %s %s "$@"\n' "$q" "$1" >"$T/$2"
+	chmod +x "$T/$2"
+	echo "$T/$2"
+}
+BIN=$(qemu_wrap "$BIN" kreflect-wrapper)
 
 # Hermetic environment: no kubeconfig, no in-cluster variables, no proxies.
 run() { env -i PATH="$PATH" HOME=/nonexistent "$@"; }
@@ -337,6 +350,7 @@ if [ ! -x "$SECRETS_BIN" ] || [ config/examples/secrets-edge.def -nt "$SECRETS_B
 		KR_RESOURCES=config/examples/secrets-edge.def target-bin >"$T/i.build" 2>&1 ||
 		{ tail -20 "$T/i.build"; }
 fi
+SECRETS_BIN=$(qemu_wrap "$SECRETS_BIN" secrets-wrapper)
 run "$SECRETS_BIN" --kubeconfig "$W/kubeconfig" --once --timeout 10 >"$T/i.out" 2>"$T/i.err"
 rc=$?
 got=$(names "$T/i.out")
