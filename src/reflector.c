@@ -263,9 +263,14 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		/* The store dropped the old object: so do the sinks (ADDED again once held). */
 		emit_view(r, KR_EV_DELETED, &old);
 		r->not_held++;
-		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: the arena is full "
-		       "(%zu of %zu bytes used)", r->res.name, m->key, objlen,
-		       (size_t)r->top->store->used, (size_t)r->top->store->size);
+		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: %s (%zu of %zu "
+		       "bytes used)", r->res.name, m->key, objlen,
+		       r->top->store->quota[r->index] ? "the arena is full or the resource's share "
+							"of it is used" : "the arena is full",
+		       r->top->store->quota[r->index] ? r->top->store->held_bytes[r->index]
+						      : (size_t)r->top->store->used,
+		       r->top->store->quota[r->index] ? r->top->store->quota[r->index]
+						      : (size_t)r->top->store->size);
 		break;
 	default:
 		/*
@@ -1191,6 +1196,9 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 		r->res = res[i];
 		if (kr_resource_path(&r->res, r->path, sizeof(r->path)) < 0)
 			return KR_ETOOBIG;
+		/* The resource's share of the arena (resources.def), if it has one. */
+		if (r->res.arena_share > 0 && r->res.arena_share < 100)
+			kr_store_set_quota(store, i, store->size / 100 * r->res.arena_share);
 		rc = kr_conn_init(&r->conn, loop, conn_cfg);
 		if (rc < 0)
 			return rc;

@@ -163,10 +163,13 @@ static void remove_entry(struct kr_store *s, int32_t idx, int32_t *link)
 	*link = e->next;
 	rec_kill(s, e->rec);
 	s->garbage += r.size;
-	if (e->flags & F_HELD)
+	if (e->flags & F_HELD) {
 		s->objects--;
-	else
+		if (e->res < KR_MAX_RESOURCES)
+			s->held_bytes[e->res] -= r.objlen;
+	} else {
 		s->not_held--;
+	}
 	e->flags = 0;
 	e->next = s->free_list;
 	s->free_list = idx;
@@ -212,6 +215,12 @@ void kr_store_init(struct kr_store *s, char *arena, size_t arena_size, struct kr
 		entries[i].next = i + 1 < max_entries ? (int32_t)(i + 1) : -1;
 	}
 	s->free_list = max_entries ? 0 : -1;
+}
+
+void kr_store_set_quota(struct kr_store *s, int res, size_t bytes)
+{
+	if (res >= 0 && res < KR_MAX_RESOURCES)
+		s->quota[res] = bytes;
 }
 
 size_t kr_store_compact(struct kr_store *s)
@@ -323,6 +332,10 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 	if (obj && objlen <= s->size) {
 		need = KR_STORE_RECORD_SIZE(objlen, keylen, rvlen, uidlen);
 		hold = need <= room && room - need >= s->reserve;
+		/* The resource's share: its held bytes, this object replacing the old one. */
+		if (hold && res < KR_MAX_RESOURCES && s->quota[res] &&
+		    s->held_bytes[res] - (was_held ? cur.objlen : 0) + objlen > s->quota[res])
+			hold = 0;
 	}
 	if (!hold) {
 		need = KR_STORE_RECORD_SIZE(0, keylen, rvlen, uidlen);
@@ -378,10 +391,13 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 		r = rec_load(s, e->rec);
 		rec_kill(s, e->rec);
 		s->garbage += r.size;
-		if (was_held)
+		if (was_held) {
 			s->objects--;
-		else
+			if (res < KR_MAX_RESOURCES)
+				s->held_bytes[res] -= r.objlen;
+		} else {
 			s->not_held--;
+		}
 		if (!hold)
 			rc = KR_STORE_NOT_HELD;
 		else if (!was_held)
@@ -399,10 +415,13 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 	e->rec = (uint32_t)at;
 	e->flags = (uint8_t)(F_USED | (hold ? F_HELD : 0u));
 	e->seen = seen;
-	if (hold)
+	if (hold) {
 		s->objects++;
-	else
+		if (res < KR_MAX_RESOURCES)
+			s->held_bytes[res] += objlen;
+	} else {
 		s->not_held++;
+	}
 	s->used += need;
 	if (s->used > s->high_water)
 		s->high_water = s->used;
@@ -571,6 +590,19 @@ int kr_store_check(const struct kr_store *s, const char **why)
 	}
 	if (held != s->objects || s->nentries - held != s->not_held)
 		FAIL("objects/not_held counters");
+	{
+		size_t bytes[KR_MAX_RESOURCES] = { 0 };
+
+		for (i = 0; i < s->max_entries; i++) {
+			const struct kr_entry *e = &s->entries[i];
+
+			if ((e->flags & F_USED) && (e->flags & F_HELD) && e->res < KR_MAX_RESOURCES)
+				bytes[e->res] += rec_load(s, e->rec).objlen;
+		}
+		for (i = 0; i < KR_MAX_RESOURCES; i++)
+			if (bytes[i] != s->held_bytes[i])
+				FAIL("held bytes per resource");
+	}
 	for (i = 0; i < s->nbuckets; i++)
 		for (j = s->buckets[i]; j >= 0; j = s->entries[j].next) {
 			if ((uint32_t)j >= s->max_entries || !(s->entries[j].flags & F_USED))

@@ -113,6 +113,9 @@ struct kr_store {
 	unsigned long compactions;  /* times the arena was compacted */
 	unsigned long untracked;    /* puts refused with KR_ENOSPC */
 	uint64_t hash_mask;         /* ~0; tests narrow it (on an empty store) to force full-hash collisions */
+	/* Per-resource quotas (resources 0..KR_MAX_RESOURCES-1): 0 = only the arena limits it. */
+	size_t quota[KR_MAX_RESOURCES];
+	size_t held_bytes[KR_MAX_RESOURCES];  /* object bytes held per resource */
 };
 
 /*
@@ -160,6 +163,13 @@ char *kr_store_scratch(struct kr_store *s, size_t want, size_t *cap);
 int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, const char *rv,
 		 const char *uid, const char *obj, size_t objlen, uint32_t seen,
 		 struct kr_store_view *old);
+
+/*
+ * Caps the object bytes resource res may hold at bytes (0: no cap but the
+ * arena). A put that would pass the cap records the key as NOT_HELD, as
+ * when the arena is full. Resources >= KR_MAX_RESOURCES have no quota.
+ */
+void kr_store_set_quota(struct kr_store *s, int res, size_t bytes);
 
 /*
  * Removes (res, key). Returns 1 and fills *old (may be NULL; readable until the

@@ -615,3 +615,38 @@ KR_TEST(store, check_catches_corruption)
 	check(kr_store_check(s, NULL) == 0);
 	return 0;
 }
+
+KR_TEST(store, quota_caps_one_resource_only)
+{
+	static char qarena[1 << 16] __attribute__((aligned(8)));
+	static struct kr_entry qentries[64];
+	static int32_t qbuckets[64];
+	static char qobj[1000];
+	struct kr_store s;
+	struct kr_store_view v;
+	const char *why = NULL;
+
+	memset(qobj, 'x', sizeof(qobj));
+	qobj[0] = '{';
+	qobj[sizeof(qobj) - 1] = '}';
+	kr_store_init(&s, qarena, sizeof(qarena), qentries, 64, qbuckets, 64, 1024);
+	kr_store_set_quota(&s, 0, 2500);
+	check(kr_store_put(&s, 0, "ns/a", 4, "1", "u1", qobj, sizeof(qobj), 1, NULL) == KR_STORE_ADDED);
+	check(kr_store_put(&s, 0, "ns/b", 4, "1", "u2", qobj, sizeof(qobj), 1, NULL) == KR_STORE_ADDED);
+	check(s.held_bytes[0] == 2000);
+	/* A third 1000 bytes would pass 2500: recorded, not held. */
+	check(kr_store_put(&s, 0, "ns/c", 4, "1", "u3", qobj, sizeof(qobj), 1, NULL) == KR_STORE_NOT_HELD);
+	check(kr_store_get(&s, 0, "ns/c", 4, &v) == 1 && !v.held);
+	/* Another resource is not limited by it. */
+	check(kr_store_put(&s, 1, "ns/c", 4, "1", "u4", qobj, sizeof(qobj), 1, NULL) == KR_STORE_ADDED);
+	/* Replacing a held object counts the new size only once. */
+	check(kr_store_put(&s, 0, "ns/a", 4, "2", "u1", qobj, sizeof(qobj), 1, NULL) == KR_STORE_MODIFIED);
+	check(s.held_bytes[0] == 2000);
+	/* Room again under the quota: the not-held one is held on its next put. */
+	check(kr_store_delete(&s, 0, "ns/b", 4, NULL) == 1);
+	check(s.held_bytes[0] == 1000);
+	check(kr_store_put(&s, 0, "ns/c", 4, "1", "u3", qobj, sizeof(qobj), 1, NULL) == KR_STORE_ADDED);
+	check(s.held_bytes[0] == 2000 && s.held_bytes[1] == 1000);
+	check(kr_store_check(&s, &why) == 0);
+	return 0;
+}
