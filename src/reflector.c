@@ -262,7 +262,6 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 	case KR_STORE_NOT_HELD:
 		/* The store dropped the old object: so do the sinks (ADDED again once held). */
 		emit_view(r, KR_EV_DELETED, &old);
-		r->not_held++;
 		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: %s (%zu of %zu "
 		       "bytes used)", r->res.name, m->key, objlen,
 		       r->top->store->quota[r->index] ? "the arena is full or the resource's share "
@@ -278,7 +277,6 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		 * let a sweep drop it, and say the sync is partial. One line per
 		 * object would flood the log: the first few, then the count at SYNCED.
 		 */
-		r->not_held++;
 		r->skipped++;
 		kr_store_mark(r->top->store, r->index, m->key, m->keylen, r->gen);
 		if (r->skipped <= 3)
@@ -506,7 +504,6 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 	m.keylen = (size_t)len;
 	memcpy(m.rv, v[2], strlen(v[2]) + 1);
 	memcpy(m.uid, v[3], strlen(v[3]) + 1);
-	r->not_held++;
 	if (strcmp(v[4], "DELETED") == 0) {
 		struct kr_store_view old;
 
@@ -1042,10 +1039,9 @@ static void request(struct kr_reflector *r, int kind)
 		r->bookmark_seen = 0;
 		r->last_bookmark = 0;
 		r->bookmark_gap_ms = 0;
-		r->skipped = kind == REQ_WATCH ? 0 : r->skipped;
+		r->skipped = 0;
 		req.idle_timeout_ms = top->opts.idle_default_ms;
 		if (kind == REQ_WATCHLIST) {
-			r->skipped = 0;
 			r->gen++;
 			r->watch_lists++;
 			/* The bookmark deadline starts with the server's answer (on_head). */

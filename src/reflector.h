@@ -114,7 +114,7 @@ struct kr_reflector {
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
-	unsigned long lists, watch_lists, watches, relists, errors, not_held;
+	unsigned long lists, watch_lists, watches, relists, errors;
 	kr_ms_t cycle_start;
 };
 
