@@ -78,7 +78,8 @@ static void add_key(struct kr_notify *n, const struct kr_event *ev)
 {
 	size_t need = strlen(ev->resource) + 1 + strlen(ev->key) + 1;
 
-	if (n->keys_len + need > sizeof(n->keys)) {
+	/* snprintf also writes a NUL: a line that fills the buffer exactly would lose its newline. */
+	if (n->keys_len + need >= sizeof(n->keys)) {
 		n->keys_lost = 1;
 		return;
 	}

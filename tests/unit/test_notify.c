@@ -150,3 +150,31 @@ KR_TEST(notify, bad_commands_and_signal_names)
 	check(kr_port_signal_number("NOPE") == -1 && kr_port_signal_number("99") == -1);
 	return 0;
 }
+
+KR_TEST(notify, bounds_of_command_and_key_list)
+{
+	static char longcmd[1100];
+	struct kr_notify_opts o = { 0 };
+	char err[128], key[64];
+	int i;
+
+	kr_loop_init(&loop);
+	memset(longcmd, 'a', sizeof(longcmd) - 1);
+	o.exec = longcmd;
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == KR_EINVAL);
+	check(strstr(err, "longer than") != NULL);
+	o.exec = "true";
+	o.resources = 1;
+	o.debounce_ms = 100000;
+	check(kr_notify_init(&n, &loop, &o, err, sizeof(err)) == 0);
+	/* More changed keys than KR_NOTIFY_KEYS_BYTES hold: the list stops, whole lines only. */
+	for (i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "default/object-%05d", i);
+		change(key);
+	}
+	check(n.pending == 2000);
+	check(n.keys_lost == 1);
+	check(n.keys_len <= sizeof(n.keys) && n.keys_len > sizeof(n.keys) - 64);
+	check(n.keys[n.keys_len - 1] == '\n');
+	return 0;
+}
