@@ -1,8 +1,8 @@
 #include "auth.h"
 
-#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "port.h"
 
@@ -38,7 +38,7 @@ int kr_auth_set_file(struct kr_auth *a, const char *path)
 	n = read_token(path, fresh, sizeof(fresh));
 	if (n < 0)
 		return n;
-	snprintf(a->path, sizeof(a->path), "%s", path);
+	kr_snprintf(a->path, sizeof(a->path), "%s", path);
 	memcpy(a->token, fresh, (size_t)n + 1);
 	memset(fresh, 0, sizeof(fresh));
 	return 0;

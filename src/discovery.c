@@ -1,9 +1,9 @@
 #include "discovery.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
 
@@ -84,7 +84,7 @@ int kr_discovery_parse_arg(const char *arg, struct kr_resource *r, char *err, si
 		bad |= set_part(r->plural, sizeof(r->plural), arg, (size_t)(end - arg));
 	}
 	if (bad || strchr(r->plural, '.')) {
-		snprintf(err, errlen, "invalid resource name '%.64s': use PLURAL, PLURAL.GROUP, "
+		kr_snprintf(err, errlen, "invalid resource name '%.64s': use PLURAL, PLURAL.GROUP, "
 			 "PLURAL.VERSION.GROUP or GROUP/VERSION/PLURAL", arg);
 		memset(r, 0, sizeof(*r));
 		return KR_EINVAL;
@@ -221,11 +221,11 @@ int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks
 		slash = strchr(gv, '/');
 		if (slash) {
 			*slash = '\0';
-			snprintf(r->group, sizeof(r->group), "%s", gv);
-			snprintf(r->version, sizeof(r->version), "%s", slash + 1);
+			kr_snprintf(r->group, sizeof(r->group), "%s", gv);
+			kr_snprintf(r->version, sizeof(r->version), "%s", slash + 1);
 		} else {
 			r->group[0] = '\0';
-			snprintf(r->version, sizeof(r->version), "%s", gv);
+			kr_snprintf(r->version, sizeof(r->version), "%s", gv);
 		}
 	}
 	kr_resource_set_name(r);
@@ -271,7 +271,7 @@ static void on_end(void *arg, int err, const char *reason)
 
 	f->done = 1;
 	f->err = err;
-	snprintf(f->reason, sizeof(f->reason), "%s", reason ? reason : "");
+	kr_snprintf(f->reason, sizeof(f->reason), "%s", reason ? reason : "");
 }
 
 /* GETs path into w->body; returns 0 (any HTTP status, in f->status) or a transport error. */
@@ -292,7 +292,7 @@ static int fetch(struct kr_loop *loop, struct kr_discovery_work *w, const char *
 	req.arg = f;
 	r = kr_conn_request(w->conn, &req);
 	if (r < 0) {
-		snprintf(f->reason, sizeof(f->reason), "%s", kr_strerror(r));
+		kr_snprintf(f->reason, sizeof(f->reason), "%s", kr_strerror(r));
 		return r;
 	}
 	while (!f->done) {
@@ -300,18 +300,18 @@ static int fetch(struct kr_loop *loop, struct kr_discovery_work *w, const char *
 
 		if (now >= deadline) {
 			kr_conn_close(w->conn, "discovery deadline");
-			snprintf(f->reason, sizeof(f->reason), "no answer within the deadline (%s)",
+			kr_snprintf(f->reason, sizeof(f->reason), "no answer within the deadline (%s)",
 				 w->conn->reason[0] ? w->conn->reason : kr_conn_state_name(w->conn->state));
 			return KR_ETIMEDOUT;
 		}
 		if (kr_loop_once(loop, (int)(deadline - now)) == KR_EIO) {
 			kr_conn_close(w->conn, "poll failed");
-			snprintf(f->reason, sizeof(f->reason), "%s", kr_port_last_error());
+			kr_snprintf(f->reason, sizeof(f->reason), "%s", kr_port_last_error());
 			return KR_EIO;
 		}
 	}
 	if (f->overflow) {
-		snprintf(f->reason, sizeof(f->reason), "response larger than %zu bytes", w->cap);
+		kr_snprintf(f->reason, sizeof(f->reason), "response larger than %zu bytes", w->cap);
 		return KR_ETOOBIG;
 	}
 	return f->err;
@@ -322,12 +322,12 @@ static int bad_status(const struct fetch *f, const char *arg, const char *path, 
 		      size_t errlen)
 {
 	if (f->status == 401 || f->status == 403) {
-		snprintf(err, errlen, "unable to discover resource '%s': GET %s: the server answered "
+		kr_snprintf(err, errlen, "unable to discover resource '%s': GET %s: the server answered "
 			 "%d (%s)", arg, path, f->status,
 			 f->status == 401 ? "credentials refused" : "not allowed to read discovery");
 		return KR_EAUTH;
 	}
-	snprintf(err, errlen, "unable to discover resource '%s': GET %s: HTTP status %d", arg, path,
+	kr_snprintf(err, errlen, "unable to discover resource '%s': GET %s: HTTP status %d", arg, path,
 		 f->status);
 	return KR_EPROTO;
 }
@@ -340,12 +340,12 @@ static int resolve(struct kr_loop *loop, const char *token, struct kr_discovery_
 	int rc;
 
 	if (r->group[0] && !r->version[0]) {
-		snprintf(path, sizeof(path), "/apis/%s", r->group);
+		kr_snprintf(path, sizeof(path), "/apis/%s", r->group);
 		rc = fetch(loop, w, path, token, deadline, &f);
 		if (rc != 0)
 			goto transport;
 		if (f.status == 404) {
-			snprintf(err, errlen, "no such resource '%s': the server has no API group %s",
+			kr_snprintf(err, errlen, "no such resource '%s': the server has no API group %s",
 				 arg, r->group);
 			return KR_ENOENT;
 		}
@@ -354,22 +354,22 @@ static int resolve(struct kr_loop *loop, const char *token, struct kr_discovery_
 		rc = kr_discovery_parse_group(w->body, f.len, w->toks, w->ntoks, r->version,
 					      sizeof(r->version));
 		if (rc != 0) {
-			snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path,
+			kr_snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path,
 				 rc == KR_ENOENT ? "the group serves no version" : "not an APIGroup");
 			return rc == KR_ENOENT ? KR_ENOENT : KR_EPROTO;
 		}
 	}
 	if (!r->version[0])
-		snprintf(r->version, sizeof(r->version), "v1");
+		kr_snprintf(r->version, sizeof(r->version), "v1");
 	if (r->group[0])
-		snprintf(path, sizeof(path), "/apis/%s/%s", r->group, r->version);
+		kr_snprintf(path, sizeof(path), "/apis/%s/%s", r->group, r->version);
 	else
-		snprintf(path, sizeof(path), "/api/%s", r->version);
+		kr_snprintf(path, sizeof(path), "/api/%s", r->version);
 	rc = fetch(loop, w, path, token, deadline, &f);
 	if (rc != 0)
 		goto transport;
 	if (f.status == 404) {
-		snprintf(err, errlen, "no such resource '%s': the server does not serve %s%s%s", arg,
+		kr_snprintf(err, errlen, "no such resource '%s': the server does not serve %s%s%s", arg,
 			 r->group, r->group[0] ? "/" : "", r->version);
 		return KR_ENOENT;
 	}
@@ -377,12 +377,12 @@ static int resolve(struct kr_loop *loop, const char *token, struct kr_discovery_
 		return bad_status(&f, arg, path, err, errlen);
 	rc = kr_discovery_parse_resources(w->body, f.len, w->toks, w->ntoks, r);
 	if (rc == KR_ENOENT) {
-		snprintf(err, errlen, "no such resource '%s': %s%s%s has no resource %s", arg,
+		kr_snprintf(err, errlen, "no such resource '%s': %s%s%s has no resource %s", arg,
 			 r->group, r->group[0] ? "/" : "", r->version, r->plural);
 		return KR_ENOENT;
 	}
 	if (rc != 0) {
-		snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path,
+		kr_snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path,
 			 rc == KR_EPROTO ? "not an APIResourceList, or the resource cannot be listed "
 			 "and watched" : kr_strerror(rc));
 		return rc;
@@ -391,7 +391,7 @@ static int resolve(struct kr_loop *loop, const char *token, struct kr_discovery_
 	       r->version, r->kind, r->namespaced ? "namespaced" : "cluster-scoped");
 	return 0;
 transport:
-	snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path, f.reason);
+	kr_snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path, f.reason);
 	return rc;
 }
 
@@ -403,7 +403,7 @@ int kr_discovery_resolve(struct kr_loop *loop, const struct kr_conn_cfg *cfg, co
 
 	rc = kr_conn_init(w->conn, loop, cfg);
 	if (rc != 0) {
-		snprintf(err, errlen, "unable to discover resource '%s': %s", arg, kr_strerror(rc));
+		kr_snprintf(err, errlen, "unable to discover resource '%s': %s", arg, kr_strerror(rc));
 		return rc;
 	}
 	rc = resolve(loop, token, w, arg, r, kr_port_now_ms() + (kr_ms_t)timeout_ms, err, errlen);

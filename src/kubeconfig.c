@@ -1,10 +1,10 @@
 #include "kubeconfig.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "port.h"
 
@@ -62,15 +62,15 @@ static int fail(struct ctx *c, int code, unsigned line, const char *fmt, ...)
 	if (!c->err || c->errlen == 0)
 		return code;
 	if (!c->name || !c->name[0])
-		r = snprintf(c->err, c->errlen, "kubeconfig: ");
+		r = kr_snprintf(c->err, c->errlen, "kubeconfig: ");
 	else if (line)
-		r = snprintf(c->err, c->errlen, "kubeconfig %s:%u: ", c->name, line);
+		r = kr_snprintf(c->err, c->errlen, "kubeconfig %s:%u: ", c->name, line);
 	else
-		r = snprintf(c->err, c->errlen, "kubeconfig %s: ", c->name);
+		r = kr_snprintf(c->err, c->errlen, "kubeconfig %s: ", c->name);
 	n = r < 0 ? 0 : (size_t)r;
 	if (n < c->errlen) {
 		va_start(ap, fmt);
-		vsnprintf(c->err + n, c->errlen - n, fmt, ap);
+		kr_vsnprintf(c->err + n, c->errlen - n, fmt, ap);
 		va_end(ap);
 	}
 	/* Names come from the file: keep the message on one line. */
@@ -1525,7 +1525,7 @@ static const char *who(const struct owner *o, char *buf, size_t size)
 {
 	if (!o || !o->kind)
 		return "";
-	snprintf(buf, size, "%s \"%.80s\": ", o->kind, o->name ? o->name : "");
+	kr_snprintf(buf, size, "%s \"%.80s\": ", o->kind, o->name ? o->name : "");
 	return buf;
 }
 
@@ -2022,7 +2022,7 @@ static void set_name(struct ctx *c, int nfiles, int first)
 		list_entry(c, first);
 	c->name = c->list ? c->w->path : c->paths[first];
 	if (nfiles > 1) {
-		snprintf(c->desc, sizeof(c->desc), "%s (and %d more)", c->name, nfiles - 1);
+		kr_snprintf(c->desc, sizeof(c->desc), "%s (and %d more)", c->name, nfiles - 1);
 		c->name = c->desc;
 	}
 }
@@ -2049,7 +2049,7 @@ static int read_user_answer(struct ctx *c, int body, unsigned line)
 	if (!is_null(c, v)) {
 		line = c->key_line;
 		if (get_str(c, v, "command", what, sizeof(what), &o, NULL) < 0 || !what[0])
-			snprintf(what, sizeof(what), "?");
+			kr_snprintf(what, sizeof(what), "?");
 		base = strrchr(what, '/');
 		return fail(c, KR_EINVAL, line,
 			    "user \"%.80s\" gets its credentials from an exec plugin (%.80s), which kreflect "
@@ -2061,7 +2061,7 @@ static int read_user_answer(struct ctx *c, int body, unsigned line)
 	if (!is_null(c, v)) {
 		line = c->key_line;
 		if (get_str(c, v, "name", what, sizeof(what), &o, NULL) < 0 || !what[0])
-			snprintf(what, sizeof(what), "?");
+			kr_snprintf(what, sizeof(what), "?");
 		return fail(c, KR_EINVAL, line,
 			    "user \"%.80s\" uses the auth-provider \"%.80s\", which kreflect does not support; %s",
 			    out->user, what, alt);
@@ -2135,7 +2135,7 @@ static int resolve(struct ctx *c, const char *context)
 			set_name(c, nfiles, first);
 			return fail(c, KR_ENOENT, 0, "no context has a name that long");
 		}
-		snprintf(out->context, sizeof(out->context), "%s", context);
+		kr_snprintf(out->context, sizeof(out->context), "%s", context);
 	}
 	if (!out->context[0]) {
 		set_name(c, nfiles, first);

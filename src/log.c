@@ -1,8 +1,8 @@
+#include "fmt.h"
 #include "log.h"
 #include "port.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 static int max_level = KR_LOG_INFO;
@@ -28,10 +28,10 @@ static int format_line(char *buf, int size, int level, const char *fmt, va_list 
 		level = KR_LOG_ERROR;
 	if (level > KR_LOG_TRACE)
 		level = KR_LOG_TRACE;
-	n = snprintf(buf, (size_t)size, "kreflect: %s: ", level_names[level]);
+	n = kr_snprintf(buf, (size_t)size, "kreflect: %s: ", level_names[level]);
 	if (n < 0 || n >= size - 1)
 		return 0;
-	m = vsnprintf(buf + n, (size_t)(size - n), fmt, ap);
+	m = kr_vsnprintf(buf + n, (size_t)(size - n), fmt, ap);
 	if (m < 0)
 		m = 0;
 	if (n + m >= size - 1) {

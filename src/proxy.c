@@ -1,8 +1,8 @@
 #include "proxy.h"
 
-#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "port.h"
 
@@ -88,7 +88,7 @@ static void base64(const unsigned char *in, size_t n, char *out)
 static int bad(char *err, size_t errsize, const char *why)
 {
 	if (errsize)
-		snprintf(err, errsize, "%s", why);
+		kr_snprintf(err, errsize, "%s", why);
 	return KR_EINVAL;
 }
 
@@ -202,11 +202,11 @@ void kr_proxy_redact(const char *url, char *buf, size_t size)
 		if (*s == '@')
 			at = s;
 	if (!at) {
-		snprintf(buf, size, "%s", url);
+		kr_snprintf(buf, size, "%s", url);
 		return;
 	}
 	pre = (size_t)(start - url);
-	snprintf(buf, size, "%.*s%s", (int)pre, url, at + 1);
+	kr_snprintf(buf, size, "%.*s%s", (int)pre, url, at + 1);
 }
 
 /* --- NO_PROXY -------------------------------------------------------------------- */
@@ -420,12 +420,12 @@ int kr_proxy_write_connect(char *buf, size_t size, const struct kr_proxy *p, con
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			return KR_EINVAL;
 	if (strchr(host, ':'))
-		n = snprintf(target, sizeof(target), "[%s]:%u", host, (unsigned)port);
+		n = kr_snprintf(target, sizeof(target), "[%s]:%u", host, (unsigned)port);
 	else
-		n = snprintf(target, sizeof(target), "%s:%u", host, (unsigned)port);
+		n = kr_snprintf(target, sizeof(target), "%s:%u", host, (unsigned)port);
 	if (n < 0 || (size_t)n >= sizeof(target))
 		return KR_ETOOBIG;
-	n = snprintf(buf, size,
+	n = kr_snprintf(buf, size,
 		     "CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: kreflect/" KR_VERSION
 		     " (linux/%s)\r\n%s%s%s\r\n",
 		     target, target, arch, p->auth[0] ? "Proxy-Authorization: " : "", p->auth,

@@ -1,9 +1,9 @@
 #include "resource.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 
 struct builtin {
@@ -55,9 +55,9 @@ static struct kr_resource defaults[] = {
 void kr_resource_set_name(struct kr_resource *r)
 {
 	if (r->group[0])
-		snprintf(r->name, sizeof(r->name), "%s.%s", r->plural, r->group);
+		kr_snprintf(r->name, sizeof(r->name), "%s.%s", r->plural, r->group);
 	else
-		snprintf(r->name, sizeof(r->name), "%s", r->plural);
+		kr_snprintf(r->name, sizeof(r->name), "%s", r->plural);
 }
 
 const struct kr_resource *kr_resource_defaults(size_t *n)
@@ -73,10 +73,10 @@ const struct kr_resource *kr_resource_defaults(size_t *n)
 static void fill(struct kr_resource *out, const struct builtin *b)
 {
 	memset(out, 0, sizeof(*out));
-	snprintf(out->group, sizeof(out->group), "%s", b->group);
-	snprintf(out->version, sizeof(out->version), "%s", b->version);
-	snprintf(out->plural, sizeof(out->plural), "%s", b->plural);
-	snprintf(out->kind, sizeof(out->kind), "%s", b->kind);
+	kr_snprintf(out->group, sizeof(out->group), "%s", b->group);
+	kr_snprintf(out->version, sizeof(out->version), "%s", b->version);
+	kr_snprintf(out->plural, sizeof(out->plural), "%s", b->plural);
+	kr_snprintf(out->kind, sizeof(out->kind), "%s", b->kind);
 	out->namespaced = b->namespaced;
 	out->arena_share = 100;
 	kr_resource_set_name(out);
@@ -95,10 +95,10 @@ int kr_resource_lookup(const char *arg, struct kr_resource *out, char *err, size
 	size_t i;
 
 	if (strlen(arg) >= sizeof(buf) || !arg[0]) {
-		snprintf(err, errlen, "invalid resource name '%.64s'", arg);
+		kr_snprintf(err, errlen, "invalid resource name '%.64s'", arg);
 		return KR_EINVAL;
 	}
-	snprintf(buf, sizeof(buf), "%s", arg);
+	kr_snprintf(buf, sizeof(buf), "%s", arg);
 	name = buf;
 	slash = strrchr(buf, '/');
 	if (slash) {
@@ -131,7 +131,7 @@ int kr_resource_lookup(const char *arg, struct kr_resource *out, char *err, size
 		fill(out, b);
 		return 0;
 	}
-	snprintf(err, errlen, "unknown resource '%s': not one of the built-in types "
+	kr_snprintf(err, errlen, "unknown resource '%s': not one of the built-in types "
 		 "(configmaps, secrets, pods, deployments.apps, ...)", arg);
 	return KR_ENOENT;
 }
@@ -141,13 +141,13 @@ int kr_resource_path(const struct kr_resource *r, char *buf, size_t size)
 	int n;
 
 	if (r->group[0])
-		n = snprintf(buf, size, "/apis/%s/%s", r->group, r->version);
+		n = kr_snprintf(buf, size, "/apis/%s/%s", r->group, r->version);
 	else
-		n = snprintf(buf, size, "/api/%s", r->version);
+		n = kr_snprintf(buf, size, "/api/%s", r->version);
 	if (n > 0 && (size_t)n < size && r->namespaced && !r->all_namespaces && r->ns[0])
-		n += snprintf(buf + n, size - (size_t)n, "/namespaces/%s", r->ns);
+		n += kr_snprintf(buf + n, size - (size_t)n, "/namespaces/%s", r->ns);
 	if (n > 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - (size_t)n, "/%s", r->plural);
+		n += kr_snprintf(buf + n, size - (size_t)n, "/%s", r->plural);
 	if (n < 0 || (size_t)n >= size)
 		return KR_ETOOBIG;
 	return n;

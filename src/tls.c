@@ -1,16 +1,27 @@
 #include "tls.h"
 
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "port.h"
 
+#include "mbedtls/asn1.h"
+#include "mbedtls/base64.h"
+#include "mbedtls/bignum.h"
+#include "mbedtls/ecp.h"
 #include "mbedtls/error.h"
 #include "mbedtls/memory_buffer_alloc.h"
 #include "mbedtls/net_sockets.h"
+#include "mbedtls/pem.h"
+#include "mbedtls/pk.h"
+#include "mbedtls/platform_util.h"
 #include "mbedtls/psa_util.h"
+#include "mbedtls/rsa.h"
+#include "mbedtls/x509_crt.h"
 #include "psa/crypto.h"
 
 /* mbedTLS's only heap: every handshake, record buffer and certificate lives here. */
@@ -37,9 +48,182 @@ int kr_tls_global_init(void)
 	return 0;
 }
 
+/*
+ * mbedTLS's own error texts (MBEDTLS_ERROR_C) cost 14 KB of a 350 KB binary;
+ * these are the errors a user can act on, the rest print as their code. A
+ * code is a high-level part (SSL, X509, PK) plus a low-level one (ASN.1,
+ * bignum, PEM): both are named when known.
+ */
+static const struct {
+	int code;
+	const char *text;
+} tls_errors[] = {
+	{ MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE, "the server sent a fatal alert" },
+	{ MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE, "handshake failed: no common protocol version, cipher, group or signature" },
+	{ MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION, "handshake failed: the server's TLS version is not 1.2 or 1.3" },
+	{ MBEDTLS_ERR_SSL_CONN_EOF, "the connection was closed" },
+	{ MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY, "the server closed the TLS session" },
+	{ MBEDTLS_ERR_SSL_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)" },
+	{ MBEDTLS_ERR_SSL_DECODE_ERROR, "malformed TLS message from the server" },
+	{ MBEDTLS_ERR_SSL_INVALID_RECORD, "invalid TLS record from the server" },
+	{ MBEDTLS_ERR_SSL_INVALID_MAC, "TLS record failed its integrity check" },
+	{ MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE, "unexpected TLS message from the server" },
+	{ MBEDTLS_ERR_SSL_BAD_CERTIFICATE, "the server's certificate could not be used" },
+	{ MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER, "illegal parameter in a TLS message" },
+	{ MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION, "unsupported TLS extension from the server" },
+	{ MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE, "no client certificate" },
+	{ MBEDTLS_ERR_SSL_CA_CHAIN_REQUIRED, "no CA certificate configured" },
+	{ MBEDTLS_ERR_SSL_UNRECOGNIZED_NAME, "the server does not know the name asked for (SNI)" },
+	{ MBEDTLS_ERR_SSL_INTERNAL_ERROR, "internal TLS error" },
+	{ MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input" },
+	{ MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration" },
+	{ MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout" },
+	{ MBEDTLS_ERR_X509_CERT_VERIFY_FAILED, "certificate verification failed" },
+	{ MBEDTLS_ERR_X509_INVALID_FORMAT, "certificate: invalid format" },
+	{ MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version" },
+	{ MBEDTLS_ERR_X509_INVALID_SERIAL, "certificate: invalid serial" },
+	{ MBEDTLS_ERR_X509_INVALID_ALG, "certificate: invalid algorithm" },
+	{ MBEDTLS_ERR_X509_INVALID_NAME, "certificate: invalid name" },
+	{ MBEDTLS_ERR_X509_INVALID_DATE, "certificate: invalid date" },
+	{ MBEDTLS_ERR_X509_INVALID_SIGNATURE, "certificate: invalid signature" },
+	{ MBEDTLS_ERR_X509_INVALID_EXTENSIONS, "certificate: invalid extensions" },
+	{ MBEDTLS_ERR_X509_UNKNOWN_VERSION, "certificate: unknown version" },
+	{ MBEDTLS_ERR_X509_UNKNOWN_SIG_ALG, "certificate: unsupported signature algorithm" },
+	{ MBEDTLS_ERR_X509_SIG_MISMATCH, "certificate: signature algorithms do not match" },
+	{ MBEDTLS_ERR_X509_CERT_UNKNOWN_FORMAT, "certificate: unknown format" },
+	{ MBEDTLS_ERR_X509_BAD_INPUT_DATA, "certificate: bad input" },
+	{ MBEDTLS_ERR_X509_ALLOC_FAILED, "certificate: out of TLS memory (KR_TLS_HEAP_SIZE)" },
+	{ MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE, "certificate: feature not built in" },
+	{ MBEDTLS_ERR_PK_ALLOC_FAILED, "key: out of TLS memory (KR_TLS_HEAP_SIZE)" },
+	{ MBEDTLS_ERR_PK_TYPE_MISMATCH, "key: wrong type" },
+	{ MBEDTLS_ERR_PK_BAD_INPUT_DATA, "key: bad input" },
+	{ MBEDTLS_ERR_PK_KEY_INVALID_VERSION, "key: unsupported version" },
+	{ MBEDTLS_ERR_PK_KEY_INVALID_FORMAT, "key: invalid format" },
+	{ MBEDTLS_ERR_PK_UNKNOWN_PK_ALG, "key: unknown algorithm" },
+	{ MBEDTLS_ERR_PK_PASSWORD_REQUIRED, "key: encrypted (a password is needed; not supported)" },
+	{ MBEDTLS_ERR_PK_PASSWORD_MISMATCH, "key: wrong password" },
+	{ MBEDTLS_ERR_PK_INVALID_PUBKEY, "key: invalid public key" },
+	{ MBEDTLS_ERR_PK_INVALID_ALG, "key: invalid algorithm" },
+	{ MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE, "key: unsupported curve" },
+	{ MBEDTLS_ERR_PK_FEATURE_UNAVAILABLE, "key: feature not built in" },
+	{ MBEDTLS_ERR_PEM_NO_HEADER_FOOTER_PRESENT, "no PEM header or footer" },
+	{ MBEDTLS_ERR_PEM_INVALID_DATA, "invalid PEM data" },
+	{ MBEDTLS_ERR_PEM_INVALID_ENC_IV, "invalid PEM encryption IV" },
+	{ MBEDTLS_ERR_PEM_UNKNOWN_ENC_ALG, "unknown PEM encryption" },
+	{ MBEDTLS_ERR_PEM_PASSWORD_REQUIRED, "PEM key is encrypted (not supported)" },
+	{ MBEDTLS_ERR_PEM_BAD_INPUT_DATA, "bad PEM input" },
+	{ MBEDTLS_ERR_BASE64_INVALID_CHARACTER, "invalid base64 character" },
+	{ MBEDTLS_ERR_ASN1_OUT_OF_DATA, "ASN.1 data ends early" },
+	{ MBEDTLS_ERR_ASN1_UNEXPECTED_TAG, "unexpected ASN.1 tag" },
+	{ MBEDTLS_ERR_ASN1_INVALID_LENGTH, "invalid ASN.1 length" },
+	{ MBEDTLS_ERR_ASN1_LENGTH_MISMATCH, "ASN.1 length mismatch" },
+	{ MBEDTLS_ERR_ASN1_INVALID_DATA, "invalid ASN.1 data" },
+	{ MBEDTLS_ERR_MPI_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)" },
+	{ MBEDTLS_ERR_ECP_FEATURE_UNAVAILABLE, "elliptic curve not built in" },
+	{ MBEDTLS_ERR_RSA_KEY_CHECK_FAILED, "RSA key check failed" },
+	{ MBEDTLS_ERR_RSA_VERIFY_FAILED, "RSA signature verification failed" },
+	{ MBEDTLS_ERR_ECP_VERIFY_FAILED, "ECDSA signature verification failed" },
+};
+
+static const char *error_text(int code)
+{
+	for (size_t i = 0; i < sizeof(tls_errors) / sizeof(tls_errors[0]); i++)
+		if (tls_errors[i].code == code)
+			return tls_errors[i].text;
+	return NULL;
+}
+
 static void describe_error(int code, char *buf, size_t size)
 {
-	mbedtls_strerror(code, buf, size);
+	int high = -((-code) & 0xff80), low = -((-code) & 0x7f);
+	const char *h = high ? error_text(high) : NULL, *l = low ? error_text(low) : NULL;
+
+	if (h && l)
+		kr_snprintf(buf, size, "%s: %s", h, l);
+	else if (h || l)
+		kr_snprintf(buf, size, "%s", h ? h : l);
+	else
+		kr_snprintf(buf, size, "mbedTLS error -0x%04x", (unsigned)-code);
+}
+
+/*
+ * Why a certificate was not trusted, from mbedTLS's verify flags (its own
+ * texts go with MBEDTLS_X509_REMOVE_INFO, for size).
+ */
+static const struct {
+	uint32_t flag;
+	const char *text;
+} verify_flags[] = {
+	{ MBEDTLS_X509_BADCERT_EXPIRED, "the certificate has expired" },
+	{ MBEDTLS_X509_BADCERT_FUTURE, "the certificate is not valid yet" },
+	{ MBEDTLS_X509_BADCERT_CN_MISMATCH, "its names (CN, SAN) do not match the server's name" },
+	{ MBEDTLS_X509_BADCERT_NOT_TRUSTED, "not signed by a trusted CA" },
+	{ MBEDTLS_X509_BADCERT_REVOKED, "the certificate was revoked" },
+	{ MBEDTLS_X509_BADCERT_MISSING, "no certificate" },
+	{ MBEDTLS_X509_BADCERT_SKIP_VERIFY, "verification skipped" },
+	{ MBEDTLS_X509_BADCERT_KEY_USAGE, "key usage does not allow it" },
+	{ MBEDTLS_X509_BADCERT_EXT_KEY_USAGE, "extended key usage does not allow server authentication" },
+	{ MBEDTLS_X509_BADCERT_NS_CERT_TYPE, "Netscape certificate type does not allow it" },
+	{ MBEDTLS_X509_BADCERT_BAD_MD, "signed with a hash that is not accepted" },
+	{ MBEDTLS_X509_BADCERT_BAD_PK, "signed with a key type that is not accepted" },
+	{ MBEDTLS_X509_BADCERT_BAD_KEY, "signed with a key that is too small" },
+	{ MBEDTLS_X509_BADCERT_OTHER, "other reason" },
+};
+
+static void describe_verify(uint32_t flags, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(verify_flags) / sizeof(verify_flags[0]) && used < size; i++) {
+		if (!(flags & verify_flags[i].flag))
+			continue;
+		int n = kr_snprintf(buf + used, size - used, "%s%s", used ? "; " : "", verify_flags[i].text);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+		flags &= ~verify_flags[i].flag;
+	}
+	if (flags && used < size)
+		kr_snprintf(buf + used, size - used, "%sflags 0x%x", used ? "; " : "", (unsigned)flags);
+}
+
+/*
+ * mbedTLS's certificate dates in UTC without musl's time-zone code (5 KB):
+ * days since the epoch to a civil date in 400-year eras of 146097 days,
+ * with years counted from March so that the leap day comes last.
+ */
+struct tm *mbedtls_platform_gmtime_r(const mbedtls_time_t *tt, struct tm *tm);
+
+struct tm *mbedtls_platform_gmtime_r(const mbedtls_time_t *tt, struct tm *tm)
+{
+	int64_t t = (int64_t)*tt, days = t / 86400, secs = t % 86400;
+
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	memset(tm, 0, sizeof(*tm));
+	tm->tm_hour = (int)(secs / 3600);
+	tm->tm_min = (int)(secs / 60 % 60);
+	tm->tm_sec = (int)(secs % 60);
+	tm->tm_wday = (int)(((days % 7) + 11) % 7);  /* 1970-01-01 was a Thursday */
+	days += 719468;
+	int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+	int64_t doe = days - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	int64_t d = doy - (153 * mp + 2) / 5 + 1;
+	int64_t m = mp < 10 ? mp + 3 : mp - 9;
+	int64_t y = yoe + era * 400 + (m <= 2);
+
+	if (y - 1900 > INT32_MAX || y - 1900 < INT32_MIN)
+		return NULL;
+	tm->tm_year = (int)(y - 1900);
+	tm->tm_mon = (int)(m - 1);
+	tm->tm_mday = (int)d;
+	return tm;
 }
 
 void kr_tls_ctx_init(struct kr_tls_ctx *ctx)
@@ -96,9 +280,9 @@ static int fail(char *err, size_t errlen, const char *what, int code)
 
 	if (code) {
 		describe_error(code, reason, sizeof(reason));
-		snprintf(err, errlen, "%s: %s", what, reason);
+		kr_snprintf(err, errlen, "%s: %s", what, reason);
 	} else {
-		snprintf(err, errlen, "%s", what);
+		kr_snprintf(err, errlen, "%s", what);
 	}
 	return KR_EINVAL;
 }
@@ -388,21 +572,16 @@ void kr_tls_describe(const struct kr_tls *t, char *buf, size_t size)
 		return;
 	if (t->last_error == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) {
 		flags = mbedtls_ssl_get_verify_result(&t->ssl);
-		if (mbedtls_x509_crt_verify_info(reason, sizeof(reason), "", flags) <= 0)
-			snprintf(reason, sizeof(reason), "flags 0x%x", (unsigned)flags);
-		/* verify_info ends each reason with a newline: make it one line. */
-		for (char *p = reason; *p; p++)
-			if (*p == '\n')
-				*p = p[1] ? ';' : '\0';
-		snprintf(buf, size, "server certificate not trusted: %s", reason);
+		describe_verify(flags, reason, sizeof(reason));
+		kr_snprintf(buf, size, "server certificate not trusted: %s", reason);
 		return;
 	}
 	if (t->last_error == 0) {
-		snprintf(buf, size, "no error");
+		kr_snprintf(buf, size, "no error");
 		return;
 	}
 	describe_error(t->last_error, reason, sizeof(reason));
-	snprintf(buf, size, "%s (-0x%04x)", reason, (unsigned)-t->last_error);
+	kr_snprintf(buf, size, "%s (-0x%04x)", reason, (unsigned)-t->last_error);
 }
 
 const char *kr_tls_version(struct kr_tls *t)

@@ -8,7 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
+#include <stdio.h>  /* rename */
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>

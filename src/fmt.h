@@ -1,0 +1,24 @@
+/*
+ * kr_snprintf: the subset of snprintf that kreflect and mbedTLS use, in about
+ * 1 KB instead of the C library's 12 KB printf engine (floating point, wide
+ * characters, positional arguments) — for the binary's size on the device.
+ *
+ * Conversions: d i u x X c s p %; flags - 0 and space-free; width and
+ * precision as numbers or *; lengths hh h l ll z j t. Anything else is
+ * written as it stands (the compiler's format check stops it first).
+ * Returns what snprintf returns: the length the whole text needs.
+ */
+#ifndef KR_FMT_H
+#define KR_FMT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+int kr_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int kr_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
+/* Formats into a bounded line buffer and writes it to fd; returns the length written or -1. */
+int kr_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* KR_FMT_H */
