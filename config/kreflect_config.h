@@ -16,6 +16,16 @@
 /* --- resources and the store ------------------------------------------------ */
 
 /* Resources watched at once; each has its own watch connection. */
+/*
+ * JSON-lines output is gathered here and written once per loop pass (before
+ * the loop may sleep) or when full: one write for a whole TLS record of
+ * events instead of one per event, the largest CPU cost of a busy stream
+ * (make bench). An event larger than this is written on its own.
+ */
+#ifndef KR_JSONL_BUFFER_BYTES
+#define KR_JSONL_BUFFER_BYTES 32768
+#endif
+
 #ifndef KR_MAX_RESOURCES
 #define KR_MAX_RESOURCES 8
 #endif
@@ -115,6 +125,27 @@
 #define KR_TOKEN_MAX 16384
 #endif
 
+/* --- outputs on the device ---------------------------------------------------------- */
+
+/* Words of a supervised PROGRAM ARGS... (after --): a command line, not a script. */
+#ifndef KR_SUPERVISE_ARGS
+#define KR_SUPERVISE_ARGS 64
+#endif
+
+/*
+ * Bytes of one --http-post batch, as JSON lines of about 100 bytes (type,
+ * resource, key, resourceVersion): some 150 changes; more in one window are
+ * counted in a DROPPED line. Two are held: one collecting, one in delivery.
+ */
+#ifndef KR_HTTP_POST_BATCH_BYTES
+#define KR_HTTP_POST_BATCH_BYTES 16384
+#endif
+
+/* Attempts to deliver one --http-post batch (the first and the retries) before dropping it. */
+#ifndef KR_HTTP_POST_ATTEMPTS
+#define KR_HTTP_POST_ATTEMPTS 5
+#endif
+
 /* --- checks ---------------------------------------------------------------------- */
 
 #if KR_MAX_RESOURCES < 1
@@ -146,6 +177,15 @@
 #endif
 #if KR_STORE_RESERVE * 2 > KR_ARENA_BYTES
 #error "KR_STORE_RESERVE must be at most half of KR_ARENA_BYTES"
+#endif
+#if KR_SUPERVISE_ARGS < 1
+#error "KR_SUPERVISE_ARGS must be at least 1: the program itself"
+#endif
+#if KR_HTTP_POST_BATCH_BYTES < 1024
+#error "KR_HTTP_POST_BATCH_BYTES below 1024 cannot hold a line with a full key and the DROPPED line"
+#endif
+#if KR_HTTP_POST_ATTEMPTS < 1 || KR_HTTP_POST_ATTEMPTS > 38
+#error "KR_HTTP_POST_ATTEMPTS must be 1 to 38 (the backoff's steps)"
 #endif
 #if KR_IO_CHUNK < 512
 #error "KR_IO_CHUNK below 512 bytes makes every read a system call"

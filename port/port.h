@@ -254,9 +254,20 @@ int kr_port_spawn(const char *const *argv, const char *const *env, const void *s
 		  size_t len);
 
 /*
- * Collects one child that has ended, without waiting. Returns its pid and
- * sets *code to its exit status, or to 128 + the signal that killed it;
- * returns 0 if no child has ended.
+ * Starts a program that shares kreflect's standard input, output, error and
+ * environment: argv[0] (a name without '/' is looked up on PATH, as execvp
+ * does) with argv, signals unblocked and at their defaults. Waits only until
+ * the exec succeeded or failed, never for the program. Returns its pid
+ * (> 0), or KR_ENOENT (no such program) or KR_EIO (not executable, fork
+ * failed, ...) with the system's reason in why[0..size).
+ */
+int kr_port_start(const char *const *argv, char *why, size_t size);
+
+/*
+ * Collects one child that has ended, without waiting: any child, also an
+ * orphan that was handed to kreflect as PID 1. Returns its pid and sets
+ * *code to its exit status, or to 128 + the signal that killed it; returns
+ * 0 if no child has ended.
  */
 int kr_port_reap(int *code);
 

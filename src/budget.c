@@ -6,9 +6,11 @@
 #include "reflector.h"
 #include "resource.h"
 #include "sink.h"
+#include "http_post.h"
 #include "notify.h"
 #include "sink_dir.h"
 #include "store.h"
+#include "supervise.h"
 #include "tls.h"
 
 /* Mirrors the static objects main.c reserves, sized from config/. */
@@ -29,6 +31,9 @@ static const struct kr_budget_item items[] = {
 	{ "resources", KR_MAX_RESOURCES * sizeof(struct kr_resource) + sizeof(struct kr_jsonl),
 	  "what to mirror, output state" },
 	{ "notify", sizeof(struct kr_notify), "--exec/--signal: command words, changed keys" },
+	{ "http-post", sizeof(struct kr_http_post),
+	  "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; RAM only if used" },
+	{ "supervise", sizeof(struct kr_supervise), "-- PROGRAM: KR_SUPERVISE_ARGS words, state" },
 	{ "dir-sink", sizeof(struct kr_dirsink),
 	  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 };

@@ -1,8 +1,8 @@
 #include "conn.h"
 
-#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
@@ -117,7 +117,7 @@ static void drop_socket(struct kr_conn *c, const char *reason)
 	c->state = KR_CONN_IDLE;
 	c->gen++;
 	if (reason)
-		snprintf(c->reason, sizeof(c->reason), "%s", reason);
+		kr_snprintf(c->reason, sizeof(c->reason), "%s", reason);
 }
 
 /*
@@ -130,7 +130,7 @@ static void end_request(struct kr_conn *c, int err, const char *reason)
 	void *arg = c->req.arg;
 	char why[sizeof(c->reason)];
 
-	snprintf(why, sizeof(why), "%s", reason ? reason : "");
+	kr_snprintf(why, sizeof(why), "%s", reason ? reason : "");
 	c->have_request = 0;
 	c->gen++;
 	if (on_end)
@@ -142,7 +142,7 @@ static void fail(struct kr_conn *c, int err, const char *reason)
 {
 	char where[sizeof(c->reason)];
 
-	snprintf(where, sizeof(where), "%s:%u: %s", c->cfg.host, (unsigned)c->cfg.port, reason);
+	kr_snprintf(where, sizeof(where), "%s:%u: %s", c->cfg.host, (unsigned)c->cfg.port, reason);
 	kr_log(KR_LOG_DEBUG, "connection to %s:%u closed while %s: %s", c->cfg.host,
 	       (unsigned)c->cfg.port, state_names[c->state], reason);
 	drop_socket(c, where);
@@ -221,10 +221,14 @@ static void try_connect(struct kr_conn *c)
 
 static void start_connect(struct kr_conn *c)
 {
+	struct kr_addr literal;
+
 	c->addr_index = 0;
 	c->reused = 0;
 	arm(c, c->cfg.connect_timeout_ms);
-	if (kr_port_parse_ip(dial_host(c), dial_port(c), &c->addrs[0]) == 0) {
+	/* Not into addrs[0]: a name is not parsed, but out is cleared, and the cache below lives there. */
+	if (kr_port_parse_ip(dial_host(c), dial_port(c), &literal) == 0) {
+		c->addrs[0] = literal;
 		c->naddrs = 1;
 		try_connect(c);
 		return;
@@ -246,20 +250,30 @@ static void start_connect(struct kr_conn *c)
 
 int kr_conn_request(struct kr_conn *c, const struct kr_request *req)
 {
-	char host[KR_HOST_MAX + 16];
+	char host[KR_HOST_MAX + 16], length[24];
+	struct kr_http_header headers[KR_CONN_MAX_HEADERS + 1];
+	size_t nheaders = req->nheaders;
 	int n;
 
 	if (c->have_request)
 		return KR_ESTATE;
+	if (nheaders > KR_CONN_MAX_HEADERS || (nheaders && !req->headers))
+		return KR_EINVAL;
+	if (nheaders)
+		memcpy(headers, req->headers, nheaders * sizeof(headers[0]));
+	if (req->body) {
+		kr_snprintf(length, sizeof(length), "%zu", req->body_len);
+		headers[nheaders++] = (struct kr_http_header){ "Content-Length", length };
+	}
 	if (strchr(c->cfg.host, ':'))
-		snprintf(host, sizeof(host), "[%s]:%u", c->cfg.host, (unsigned)c->cfg.port);
+		kr_snprintf(host, sizeof(host), "[%s]:%u", c->cfg.host, (unsigned)c->cfg.port);
 	else if (c->cfg.port == 443)
-		snprintf(host, sizeof(host), "%s", c->cfg.host);
+		kr_snprintf(host, sizeof(host), "%s", c->cfg.host);
 	else
-		snprintf(host, sizeof(host), "%s:%u", c->cfg.host, (unsigned)c->cfg.port);
-	n = kr_http_write_request(c->reqbuf, sizeof(c->reqbuf), req->method ? req->method : "GET",
-				  host, req->path, req->params, req->nparams, req->bearer_token,
-				  kr_target());
+		kr_snprintf(host, sizeof(host), "%s:%u", c->cfg.host, (unsigned)c->cfg.port);
+	n = kr_http_write_request_ex(c->reqbuf, sizeof(c->reqbuf), req->method ? req->method : "GET",
+				     host, req->path, req->params, req->nparams, req->bearer_token,
+				     kr_target(), headers, nheaders);
 	if (n < 0)
 		return n;
 	c->reqlen = (size_t)n;
@@ -268,6 +282,10 @@ int kr_conn_request(struct kr_conn *c, const struct kr_request *req)
 	c->req.params = NULL;          /* already written; not kept */
 	c->req.path = NULL;
 	c->req.bearer_token = NULL;
+	c->req.headers = NULL;
+	c->req.nheaders = 0;
+	if (!req->body)
+		c->req.body_len = 0;
 	c->have_request = 1;
 	c->retried = 0;
 	c->response_started = 0;
@@ -354,9 +372,9 @@ static void describe_io_error(struct kr_conn *c, const char *what, char *buf, si
 
 	if (c->cfg.tls && c->tls.last_error) {
 		kr_tls_describe(&c->tls, tls, sizeof(tls));
-		snprintf(buf, size, "%s: %s", what, tls);
+		kr_snprintf(buf, size, "%s: %s", what, tls);
 	} else {
-		snprintf(buf, size, "%s: %s", what, kr_port_last_error());
+		kr_snprintf(buf, size, "%s: %s", what, kr_port_last_error());
 	}
 }
 
@@ -364,8 +382,12 @@ static void do_send(struct kr_conn *c)
 {
 	char why[160];
 
-	while (c->reqsent < c->reqlen) {
-		long n = conn_write(c, c->reqbuf + c->reqsent, c->reqlen - c->reqsent);
+	/* The head from reqbuf, then the body from where the caller keeps it. */
+	while (c->reqsent < c->reqlen + c->req.body_len) {
+		long n = c->reqsent < c->reqlen
+			 ? conn_write(c, c->reqbuf + c->reqsent, c->reqlen - c->reqsent)
+			 : conn_write(c, c->req.body + (c->reqsent - c->reqlen),
+				      c->req.body_len - (c->reqsent - c->reqlen));
 
 		if (n == KR_IO_WAIT) {
 			if (!c->cfg.tls)
@@ -415,7 +437,7 @@ static int feed(struct kr_conn *c, size_t n)
 		if (r < 0) {
 			char why[160];
 
-			snprintf(why, sizeof(why), "bad HTTP response: %s",
+			kr_snprintf(why, sizeof(why), "bad HTTP response: %s",
 				 c->resp.error ? c->resp.error : kr_strerror(r));
 			fail(c, KR_EPROTO, why);
 			return 1;
@@ -471,9 +493,9 @@ static void do_receive(struct kr_conn *c)
 				return;
 			} else {
 				if (r == KR_ECLOSED)
-					snprintf(why, sizeof(why), "the server closed the connection before any response");
+					kr_snprintf(why, sizeof(why), "the server closed the connection before any response");
 				else
-					snprintf(why, sizeof(why), "the server closed the connection mid-response (%s)",
+					kr_snprintf(why, sizeof(why), "the server closed the connection mid-response (%s)",
 						 c->resp.error ? c->resp.error : "cut short");
 				fail(c, KR_ECLOSED, why);
 			}
@@ -507,7 +529,7 @@ static void do_handshake(struct kr_conn *c)
 		char tls[160];
 
 		kr_tls_describe(&c->tls, tls, sizeof(tls));
-		snprintf(why, sizeof(why), "TLS handshake failed: %s", tls);
+		kr_snprintf(why, sizeof(why), "TLS handshake failed: %s", tls);
 		fail(c, KR_ETLS, why);
 		return;
 	}
@@ -534,9 +556,9 @@ static void do_proxy(struct kr_conn *c)
 	char why[sizeof(c->reason)];
 
 	if (strchr(dial_host(c), ':'))
-		snprintf(proxy, sizeof(proxy), "[%s]:%u", dial_host(c), (unsigned)dial_port(c));
+		kr_snprintf(proxy, sizeof(proxy), "[%s]:%u", dial_host(c), (unsigned)dial_port(c));
 	else
-		snprintf(proxy, sizeof(proxy), "%s:%u", dial_host(c), (unsigned)dial_port(c));
+		kr_snprintf(proxy, sizeof(proxy), "%s:%u", dial_host(c), (unsigned)dial_port(c));
 	while (c->proxysent < c->proxylen) {
 		long n = kr_port_send(c->src.fd, c->rbuf + c->proxysent, c->proxylen - c->proxysent);
 
@@ -545,7 +567,7 @@ static void do_proxy(struct kr_conn *c)
 			return;
 		}
 		if (n < 0) {
-			snprintf(why, sizeof(why), "unable to send CONNECT to proxy %s: %s", proxy,
+			kr_snprintf(why, sizeof(why), "unable to send CONNECT to proxy %s: %s", proxy,
 				 kr_port_last_error());
 			fail(c, KR_EIO, why);
 			return;
@@ -563,13 +585,13 @@ static void do_proxy(struct kr_conn *c)
 			return;
 		}
 		if (n == 0) {
-			snprintf(why, sizeof(why), "proxy %s closed the connection before answering CONNECT",
+			kr_snprintf(why, sizeof(why), "proxy %s closed the connection before answering CONNECT",
 				 proxy);
 			fail(c, KR_ECLOSED, why);
 			return;
 		}
 		if (n < 0) {
-			snprintf(why, sizeof(why), "unable to read the CONNECT answer of proxy %s: %s",
+			kr_snprintf(why, sizeof(why), "unable to read the CONNECT answer of proxy %s: %s",
 				 proxy, kr_port_last_error());
 			fail(c, KR_EIO, why);
 			return;
@@ -578,7 +600,7 @@ static void do_proxy(struct kr_conn *c)
 		if (r == 0)
 			continue;
 		if (r < 0 || r != KR_HTTP_HEAD) {
-			snprintf(why, sizeof(why), "bad CONNECT answer from proxy %s: %s", proxy,
+			kr_snprintf(why, sizeof(why), "bad CONNECT answer from proxy %s: %s", proxy,
 				 c->resp.error ? c->resp.error : kr_strerror(r));
 			fail(c, KR_EPROTO, why);
 			return;
@@ -587,7 +609,7 @@ static void do_proxy(struct kr_conn *c)
 			int st = c->resp.status;
 			const char *text = kr_proxy_status_text(st);
 
-			snprintf(why, sizeof(why), "proxy %s refused CONNECT: %d%s%s%s", proxy, st,
+			kr_snprintf(why, sizeof(why), "proxy %s refused CONNECT: %d%s%s%s", proxy, st,
 				 *text ? " " : "", text,
 				 st != 407 ? "" : c->cfg.proxy->auth[0] ? " (credentials refused)"
 									  : " (no credentials in the proxy URL)");
@@ -595,7 +617,7 @@ static void do_proxy(struct kr_conn *c)
 			return;
 		}
 		if (used != (size_t)n) {
-			snprintf(why, sizeof(why), "proxy %s sent %zu unexpected bytes after its CONNECT answer",
+			kr_snprintf(why, sizeof(why), "proxy %s sent %zu unexpected bytes after its CONNECT answer",
 				 proxy, (size_t)n - used);
 			fail(c, KR_EPROTO, why);
 			return;
@@ -627,7 +649,7 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 		c->resolve_fd = -1;
 		c->src.fd = -1;
 		if (r <= 0) {
-			snprintf(why, sizeof(why), "unable to resolve %shost name '%s'", via(c), dial_host(c));
+			kr_snprintf(why, sizeof(why), "unable to resolve %shost name '%s'", via(c), dial_host(c));
 			fail(c, KR_ENOENT, why);
 			return;
 		}
@@ -649,7 +671,7 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 				try_connect(c);
 				return;
 			}
-			snprintf(why, sizeof(why), "unable to connect to %s%s: %s", via(c), addr,
+			kr_snprintf(why, sizeof(why), "unable to connect to %s%s: %s", via(c), addr,
 				 kr_port_last_error());
 			c->resolved_at = 0;    /* look the name up again next time */
 			fail(c, KR_EIO, why);
@@ -699,9 +721,9 @@ static void on_deadline(struct kr_loop *loop, struct kr_timer *t)
 
 	(void)loop;
 	if (c->state == KR_CONN_RECEIVING)
-		snprintf(why, sizeof(why), "%s (%d ms)", deadline_reason[c->state], c->idle_ms);
+		kr_snprintf(why, sizeof(why), "%s (%d ms)", deadline_reason[c->state], c->idle_ms);
 	else
-		snprintf(why, sizeof(why), "%s", deadline_reason[c->state] ? deadline_reason[c->state]
+		kr_snprintf(why, sizeof(why), "%s", deadline_reason[c->state] ? deadline_reason[c->state]
 									    : "deadline passed");
 	fail(c, KR_ETIMEDOUT, why);
 }

@@ -28,6 +28,9 @@
 #ifndef KR_DNS_CACHE_MS
 #define KR_DNS_CACHE_MS 30000      /* a lookup's answer is reused this long */
 #endif
+#ifndef KR_CONN_MAX_HEADERS
+#define KR_CONN_MAX_HEADERS 8      /* extra headers of one request (Content-Type, ...) */
+#endif
 #ifndef KR_CONN_MAX_ADDRS
 #define KR_CONN_MAX_ADDRS 8        /* addresses tried in turn for one name */
 #endif
@@ -64,6 +67,13 @@ struct kr_request {
 	size_t nparams;
 	const char *bearer_token;      /* NULL or "" = no Authorization header */
 	int idle_timeout_ms;           /* 0 = the connection's default */
+	/* Extra headers after the standard ones (at most KR_CONN_MAX_HEADERS). */
+	const struct kr_http_header *headers;
+	size_t nheaders;
+	/* A request body (NULL = none), sent after the head with its
+	 * Content-Length; not copied: the caller keeps it until on_end. */
+	const char *body;
+	size_t body_len;
 	/* Status and headers are known. Return < 0 to abandon the request: the
 	 * connection is closed and on_end gets KR_ECANCELED. */
 	int (*on_head)(void *arg, const struct kr_http_resp *resp);
@@ -113,10 +123,12 @@ int kr_conn_init(struct kr_conn *c, struct kr_loop *loop, const struct kr_conn_c
 
 /*
  * Starts req on c: reuses the kept-alive connection, or connects first. The
- * request is written into c's own buffer at once, so req's strings need not
- * outlive the call. Returns 0, KR_ESTATE if a request is in flight,
- * KR_ETOOBIG if the request does not fit KR_HTTP_REQUEST_MAX, KR_EINVAL if it
- * could inject a header. Failures after this point arrive through on_end.
+ * request head is written into c's own buffer at once, so req's strings need
+ * not outlive the call (its body must: it is sent from where it is). Returns
+ * 0, KR_ESTATE if a request is in flight, KR_ETOOBIG if the head does not fit
+ * KR_HTTP_REQUEST_MAX, KR_EINVAL if it could inject a header or has more than
+ * KR_CONN_MAX_HEADERS extra headers. Failures after this point arrive through
+ * on_end.
  */
 int kr_conn_request(struct kr_conn *c, const struct kr_request *req);
 

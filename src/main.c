@@ -3,33 +3,39 @@
  *   0  clean stop (SIGTERM/SIGINT), --once finished, --help/--version
  *   1  fatal error at run time
  *   2  usage or configuration error
+ *   supervisor mode: the program's own code (128 + N after signal N);
+ *   126 it could not be started, 127 it was not found
  */
 #include <signal.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
 #include "budget.h"
 #include "discovery.h"
+#include "fmt.h"
+#include "http_post.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "kubeconfig.h"
 #include "log.h"
 #include "loop.h"
-#include "proxy.h"
-#include "notify.h"
 #include "mbedtls/build_info.h"
+#include "notify.h"
+#include "proxy.h"
 #include "reflector.h"
 #include "resource.h"
 #include "sink.h"
 #include "sink_dir.h"
 #include "store.h"
+#include "supervise.h"
 #include "tls.h"
 
 #define EXIT_FATAL 1
 #define EXIT_USAGE 2
+#define EXIT_CANNOT_RUN 126            /* as a shell: found but could not be run */
+#define EXIT_NOT_FOUND 127
 
 /* All of kreflect's memory, reserved here at build time (see --print-budget). */
 static char arena[KR_ARENA_BYTES] __attribute__((aligned(16)));
@@ -44,6 +50,10 @@ static struct kr_jsonl jsonl;
 static struct kr_dirsink dirsink;
 static struct kr_notify notify;
 static int notify_on;
+static struct kr_http_post post;
+static int post_on;
+static struct kr_supervise sup;
+static int sup_on;
 static struct kr_resource resources[KR_MAX_RESOURCES];
 static unsigned char pem[KR_PEM_MAX + 3];
 static struct kr_auth auth;
@@ -54,10 +64,11 @@ static struct kr_proxy proxy;
 static const char *discover_arg[KR_MAX_RESOURCES];
 
 static const char usage[] =
-	"usage: kreflect [flags] [RESOURCE ...]\n"
+	"usage: kreflect [flags] [RESOURCE ...] [-- PROGRAM [ARGS ...]]\n"
 	"\n"
 	"Lists and watches Kubernetes resources and mirrors them locally, printing\n"
-	"every change as a JSON line on stdout.\n"
+	"every change as a JSON line on stdout. With -- PROGRAM, kreflect also runs\n"
+	"PROGRAM once the mirror is complete, and lives and dies with it (see below).\n"
 	"\n"
 	"RESOURCE: configmaps | v1/configmaps | deployments.apps | apps/v1/deployments\n"
 	"          (a built-in type; short names like cm work), or any other resource the\n"
@@ -90,7 +101,10 @@ static const char usage[] =
 	"                                 server has shown its bookmark cadence) is dropped and\n"
 	"                                 re-watched (default 120; then 2 x the bookmark gap + 5 s)\n"
 	"  --keep-managed-fields          keep metadata.managedFields (dropped by default)\n"
-	"  --once                         list, print, exit 0 (exit 1 if not synced in --timeout)\n"
+	"  --once                         list every resource, write the files (--dir), run the\n"
+	"                                 hooks once (--exec, --signal, --http-post) and wait for\n"
+	"                                 them, exit 0; exit 1 naming the resource not synced, or\n"
+	"                                 if a hook failed or was not done, within --timeout\n"
 	"  --timeout SECONDS              --once: give up after this long (default 60)\n"
 	"output:\n"
 	"  --dir PATH                     write objects as files under PATH (ConfigMaps and\n"
@@ -106,12 +120,31 @@ static const char usage[] =
 	"                                 with KREFLECT_EVENTS=<count> and the changed\n"
 	"                                 resource/namespace/name keys on stdin; never two at once\n"
 	"  --signal SIG:PID|SIG:@PIDFILE  after changes, send SIG (HUP, USR1, ...) to a process\n"
+	"  --http-post URL                after changes, POST them to http://HOST[:PORT][/PATH] as\n"
+	"                                 JSON lines (application/x-ndjson), one per change:\n"
+	"                                 {\"type\":\"MODIFIED\",\"resource\":\"configmaps\",\"key\":\"ns/name\",\n"
+	"                                 \"resourceVersion\":\"...\"} (never object content); the first\n"
+	"                                 batch adds a SYNCED line per resource; a window too big for\n"
+	"                                 one batch ends in {\"type\":\"DROPPED\",\"events\":N}. Plain\n"
+	"                                 HTTP only (no https://), straight to the host named: no\n"
+	"                                 proxy, no redirect. Non-2xx or no answer: retried with\n"
+	"                                 backoff, 5 attempts, then logged and dropped; changes\n"
+	"                                 meanwhile go in the next batch (never two in flight)\n"
 	"  --debounce MS                  batch changes for MS milliseconds into one notification\n"
 	"                                 (default 1000); nothing fires before the first full sync\n"
 	"  -o, --output jsonl|none        default jsonl on stdout:\n"
 	"        {\"type\":\"ADDED|MODIFIED|DELETED|RESYNC\",\"object\":{...}}\n"
 	"        {\"type\":\"SYNCED\",\"resource\":\"...\",\"resourceVersion\":\"...\",\"count\":N}\n"
 	"  -v, --verbosity N              0 errors and warnings, 1 info (default), 2 debug, 3 trace\n"
+	"supervisor mode (kreflect [flags] [RESOURCE ...] -- PROGRAM [ARGS ...]):\n"
+	"  PROGRAM (looked up on PATH unless it has a /; no shell) starts after the first\n"
+	"  complete sync, with the files written. kreflect passes SIGTERM, SIGINT, SIGHUP,\n"
+	"  SIGUSR1 and SIGUSR2 on to it, reaps every orphan when it is PID 1, and when\n"
+	"  PROGRAM ends, stops and exits with PROGRAM's exit code (128+N after signal N).\n"
+	"  SIGTERM before the first sync just stops kreflect (exit 0).\n"
+	"  --child-signal SIG             sent to PROGRAM after changes (default HUP)\n"
+	"  --on-change signal|restart     restart: SIGTERM, --grace, SIGKILL, start again\n"
+	"  --grace SECONDS                after SIGTERM, before SIGKILL (default 10)\n"
 	"other:\n"
 	"  --print-budget                 print the static memory the capacities reserve\n"
 	"  --version                      print version, target, mbedTLS version and capacities\n"
@@ -136,8 +169,10 @@ static const char usage[] =
 	"\n"
 	"exit codes:\n"
 	"  0  clean stop (SIGTERM/SIGINT), --once finished, --help/--version/--print-budget\n"
-	"  1  fatal error at run time (--once: not synced within --timeout)\n"
-	"  2  usage or configuration error (the message names the flag)\n";
+	"  1  fatal error at run time (--once: not synced within --timeout, or a hook failed)\n"
+	"  2  usage or configuration error (the message names the flag)\n"
+	"  supervisor mode: PROGRAM's exit code (128+N if signal N ended it); 126 if PROGRAM\n"
+	"  could not be run, 127 if it was not found\n";
 
 struct options {
 	const char *kubeconfig;
@@ -159,14 +194,17 @@ struct options {
 	struct kr_reflector_opts ropts;
 	struct kr_dirsink_opts dir;
 	struct kr_notify_opts notify;
+	const char *http_post;
+	struct kr_supervise_opts sup;
+	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 };
 
 static void print_version(void)
 {
-	printf("kreflect %s\n", KR_VERSION);
-	printf("target: %s (linux, static)\n", kr_target());
-	printf("mbedTLS: %s\n", MBEDTLS_VERSION_STRING);
-	printf("capacities: resources=%u objects=%u arena=%u max-object=%u "
+	kr_dprintf(1, "kreflect %s\n", KR_VERSION);
+	kr_dprintf(1, "target: %s (linux, static)\n", kr_target());
+	kr_dprintf(1, "mbedTLS: %s\n", MBEDTLS_VERSION_STRING);
+	kr_dprintf(1, "capacities: resources=%u objects=%u arena=%u max-object=%u "
 	       "json-tokens=%u connections=%u tls-heap=%u\n",
 	       (unsigned)KR_MAX_RESOURCES, (unsigned)KR_MAX_OBJECTS,
 	       (unsigned)KR_ARENA_BYTES, (unsigned)KR_MAX_OBJECT_BYTES,
@@ -181,8 +219,8 @@ static void print_budget(void)
 
 	it = kr_budget_items(&n);
 	for (i = 0; i < n; i++)
-		printf("%-14s %10zu  %s\n", it[i].name, it[i].bytes, it[i].why);
-	printf("%-14s %10zu  bytes of static memory (.data + .bss) reserved; pages never\n"
+		kr_dprintf(1, "%-14s %10zu  %s\n", it[i].name, it[i].bytes, it[i].why);
+	kr_dprintf(1, "%-14s %10zu  bytes of static memory (.data + .bss) reserved; pages never\n"
 	       "%-14s %10s  touched (most of the arena, until it fills) cost no RAM\n",
 	       "total", kr_budget_total(), "", "");
 }
@@ -191,12 +229,12 @@ __attribute__((format(printf, 1, 2)))
 static int usage_error(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[512];
 
-	fprintf(stderr, "kreflect: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	kr_vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see --help)\n");
+	kr_dprintf(2, "kreflect: %s (see --help)\n", msg);
 	return EXIT_USAGE;
 }
 
@@ -274,13 +312,13 @@ static const unsigned char *load_pem(const char *flag, const char *path, size_t 
 	long n;
 
 	if (*used + 1 >= sizeof(pem)) {
-		fprintf(stderr, "kreflect: %s %s: the PEM files together exceed %u bytes\n", flag, path,
+		kr_dprintf(2, "kreflect: %s %s: the PEM files together exceed %u bytes\n", flag, path,
 			(unsigned)KR_PEM_MAX);
 		return NULL;
 	}
 	n = kr_port_read_file(path, pem + *used, sizeof(pem) - *used - 1);
 	if (n < 0) {
-		fprintf(stderr, "kreflect: %s %s: unable to read: %s\n", flag, path,
+		kr_dprintf(2, "kreflect: %s %s: unable to read: %s\n", flag, path,
 			n == KR_ETOOBIG ? "larger than KR_PEM_MAX" : kr_port_last_error());
 		return NULL;
 	}
@@ -296,11 +334,20 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 	if (sig == SIGCHLD) {
 		int pid, code;
 
-		while ((pid = kr_port_reap(&code)) > 0)
-			if (notify_on)
-				kr_notify_child_exited(&notify, pid, code);
+		/* Every child that ended, also orphans handed to us as PID 1 (and name
+		 * lookups, whose owner finds them reaped): each to its owner, if any. */
+		while ((pid = kr_port_reap(&code)) > 0) {
+			if (notify_on && kr_notify_child_exited(&notify, pid, code))
+				continue;
+			if (sup_on && kr_supervise_child_exited(&sup, pid, code))
+				continue;
+			kr_log(KR_LOG_DEBUG, "reaped pid %d (exit %d)", pid, code);
+		}
 		return;
 	}
+	/* The supervised program takes the signal while it runs; kreflect ends with it. */
+	if (sup_on && kr_supervise_signal(&sup, sig))
+		return;
 	if (sig == SIGTERM || sig == SIGINT) {
 		kr_log(KR_LOG_INFO, "stopping on signal %d", sig);
 		kr_reflect_stop(&top);
@@ -309,6 +356,15 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 }
 
 static int once_failed;
+static int once_hooks;                 /* --once: synced; the hooks are running */
+
+/* The supervised program ended (or could not start): so does kreflect. */
+static void on_program_end(void *arg)
+{
+	(void)arg;
+	kr_reflect_stop(&top);
+	loop.stop = 1;
+}
 
 static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
 {
@@ -319,6 +375,13 @@ static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
 		if (!top.refl[i].synced)
 			kr_log(KR_LOG_ERROR, "unable to sync %s within the --timeout: %s", top.refl[i].res.name,
 			       top.refl[i].conn.reason[0] ? top.refl[i].conn.reason : "no answer");
+	if (once_hooks && notify_on && notify.child) {
+		kr_log(KR_LOG_ERROR, "--once: %s (pid %d) still running at the --timeout: stopping it",
+		       notify.argv[0], notify.child);
+		kr_port_kill(notify.child, SIGTERM);
+	}
+	if (once_hooks && post_on && kr_http_post_busy(&post))
+		kr_log(KR_LOG_ERROR, "--once: the --http-post batch was not delivered within the --timeout");
 	once_failed = 1;
 	kr_reflect_stop(&top);
 	l->stop = 1;
@@ -349,6 +412,16 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
+		if (strcmp(a, "--") == 0) {
+			/* The rest is the supervised program's, untouched. */
+			if (i + 1 >= argc || !argv[i + 1][0])
+				return usage_error("-- must be followed by a PROGRAM to run%s", "");
+			if (argc - i - 1 > KR_SUPERVISE_ARGS)
+				return usage_error("-- PROGRAM has more than %d words (KR_SUPERVISE_ARGS)",
+						   KR_SUPERVISE_ARGS);
+			o->sup.argv = (const char *const *)argv + i + 1;
+			break;
+		}
 		if ((v = value_of(argc, argv, &i, "--kubeconfig", NULL))) {
 			o->kubeconfig = v;
 		} else if ((v = value_of(argc, argv, &i, "--context", NULL))) {
@@ -463,6 +536,30 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 					return usage_error("--signal: '%s' is not a pid or @pidfile", colon + 1);
 				o->notify.signal_pid = (int)pid;
 			}
+		} else if ((v = value_of(argc, argv, &i, "--http-post", NULL))) {
+			if (!*v)
+				return usage_error("--http-post needs a URL%s", "");
+			o->http_post = v;
+		} else if ((v = value_of(argc, argv, &i, "--child-signal", NULL))) {
+			o->sup.child_signal = kr_port_signal_number(v);
+			if (o->sup.child_signal <= 0)
+				return usage_error("--child-signal: unknown signal '%s'", v);
+			o->sup_flag = "--child-signal";
+		} else if ((v = value_of(argc, argv, &i, "--on-change", NULL))) {
+			if (strcmp(v, "signal") == 0)
+				o->sup.restart = 0;
+			else if (strcmp(v, "restart") == 0)
+				o->sup.restart = 1;
+			else
+				return usage_error("--on-change must be signal or restart, not '%s'", v);
+			o->sup_flag = "--on-change";
+		} else if ((v = value_of(argc, argv, &i, "--grace", NULL))) {
+			long n = parse_num(v, 0, 3600);
+
+			if (n < 0)
+				return usage_error("--grace must be 0 to 3600 seconds, not '%s'", v);
+			o->sup.grace_ms = (int)n * 1000;
+			o->sup_flag = "--grace";
 		} else if ((v = value_of(argc, argv, &i, "--debounce", NULL))) {
 			long n = parse_num(v, 0, 3600000);
 
@@ -503,7 +600,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				discover_arg[*nres] = a;
 			}
 			if (r != 0) {
-				fprintf(stderr, "kreflect: %s\n", err);
+				kr_dprintf(2, "kreflect: %s\n", err);
 				return EXIT_USAGE;
 			}
 			(*nres)++;
@@ -524,12 +621,12 @@ static int in_cluster(const char *host, const char *port)
 	if (!dir || !*dir)
 		dir = SA_DIR;
 	if (strchr(host, ':'))
-		snprintf(kcfg.server, sizeof(kcfg.server), "https://[%s]:%s", host, port);
+		kr_snprintf(kcfg.server, sizeof(kcfg.server), "https://[%s]:%s", host, port);
 	else
-		snprintf(kcfg.server, sizeof(kcfg.server), "https://%s:%s", host, port);
-	snprintf(kcfg.ca_file, sizeof(kcfg.ca_file), "%s/ca.crt", dir);
-	snprintf(kcfg.token_file, sizeof(kcfg.token_file), "%s/token", dir);
-	snprintf(nsfile, sizeof(nsfile), "%s/namespace", dir);
+		kr_snprintf(kcfg.server, sizeof(kcfg.server), "https://%s:%s", host, port);
+	kr_snprintf(kcfg.ca_file, sizeof(kcfg.ca_file), "%s/ca.crt", dir);
+	kr_snprintf(kcfg.token_file, sizeof(kcfg.token_file), "%s/token", dir);
+	kr_snprintf(nsfile, sizeof(nsfile), "%s/namespace", dir);
 	n = kr_port_read_file(nsfile, kcfg.ns, sizeof(kcfg.ns) - 1);
 	if (n < 0)
 		n = 0;
@@ -561,19 +658,19 @@ static int choose_source(const struct options *o)
 		r = kr_kubeconfig_load_list(&kcfg, &kwork, list, o->context, err, sizeof(err));
 	} else if (host && *host && port && *port && !o->context) {
 		return in_cluster(host, port);
-	} else if (home && *home && snprintf(path, sizeof(path), "%s/.kube/config", home) > 0 &&
+	} else if (home && *home && kr_snprintf(path, sizeof(path), "%s/.kube/config", home) > 0 &&
 		   kr_port_fs_stat(path, &st) == 0 && st.type != KR_FS_NONE) {
 		paths[0] = path;
 		r = kr_kubeconfig_load(&kcfg, &kwork, paths, 1, o->context, err, sizeof(err));
 	} else {
 		if (o->server)
 			return 0;   /* flags alone */
-		fprintf(stderr, "kreflect: no API server: give --server or --kubeconfig, set KUBECONFIG, "
+		kr_dprintf(2, "kreflect: no API server: give --server or --kubeconfig, set KUBECONFIG, "
 			"run in a pod, or create ~/.kube/config (see --help)\n");
 		return EXIT_USAGE;
 	}
 	if (r != 0) {
-		fprintf(stderr, "kreflect: %s\n", err);
+		kr_dprintf(2, "kreflect: %s\n", err);
 		return EXIT_USAGE;
 	}
 	kr_log(KR_LOG_INFO, "using kubeconfig context %s (cluster %s, user %s)", kcfg.context,
@@ -585,30 +682,30 @@ static int choose_source(const struct options *o)
 static int apply_flags(const struct options *o)
 {
 	if (o->server)
-		snprintf(kcfg.server, sizeof(kcfg.server), "%s", o->server);
+		kr_snprintf(kcfg.server, sizeof(kcfg.server), "%s", o->server);
 	if (o->ca_file) {
-		snprintf(kcfg.ca_file, sizeof(kcfg.ca_file), "%s", o->ca_file);
+		kr_snprintf(kcfg.ca_file, sizeof(kcfg.ca_file), "%s", o->ca_file);
 		kcfg.ca_data = NULL;
 		kcfg.ca_data_len = 0;
 		kcfg.insecure_skip_tls_verify = 0;
 	}
 	if (o->cert_file || o->key_file) {
-		snprintf(kcfg.cert_file, sizeof(kcfg.cert_file), "%s", o->cert_file ? o->cert_file : "");
-		snprintf(kcfg.key_file, sizeof(kcfg.key_file), "%s", o->key_file ? o->key_file : "");
+		kr_snprintf(kcfg.cert_file, sizeof(kcfg.cert_file), "%s", o->cert_file ? o->cert_file : "");
+		kr_snprintf(kcfg.key_file, sizeof(kcfg.key_file), "%s", o->key_file ? o->key_file : "");
 		kcfg.cert_data = kcfg.key_data = NULL;
 		kcfg.cert_data_len = kcfg.key_data_len = 0;
 	}
 	if (o->token_file) {
-		snprintf(kcfg.token_file, sizeof(kcfg.token_file), "%s", o->token_file);
+		kr_snprintf(kcfg.token_file, sizeof(kcfg.token_file), "%s", o->token_file);
 		memset(kcfg.token, 0, sizeof(kcfg.token));
 	}
 	if (o->insecure)
 		kcfg.insecure_skip_tls_verify = 1;
 	if (o->ns)
-		snprintf(kcfg.ns, sizeof(kcfg.ns), "%s", o->ns);
+		kr_snprintf(kcfg.ns, sizeof(kcfg.ns), "%s", o->ns);
 	if (kcfg.username[0] && !kcfg.token[0] && !kcfg.token_file[0] && !kcfg.cert_file[0] &&
 	    !kcfg.cert_data) {
-		fprintf(stderr, "kreflect: user %s uses basic auth (username/password), which kreflect "
+		kr_dprintf(2, "kreflect: user %s uses basic auth (username/password), which kreflect "
 			"does not support: use a token, a token file or a client certificate\n", kcfg.user);
 		return EXIT_USAGE;
 	}
@@ -639,7 +736,7 @@ static int use_proxy(struct kr_conn_cfg *cfg)
 	}
 	kr_proxy_redact(url, shown, sizeof(shown));
 	if (kr_proxy_parse(&proxy, url, err, sizeof(err)) != 0) {
-		fprintf(stderr, "kreflect: unable to use the proxy %s from %s: %s\n", shown, from, err);
+		kr_dprintf(2, "kreflect: unable to use the proxy %s from %s: %s\n", shown, from, err);
 		return EXIT_USAGE;
 	}
 	cfg->proxy = &proxy;
@@ -679,12 +776,48 @@ static int discover(const struct kr_conn_cfg *cfg, int nres)
 		r = kr_discovery_resolve(&loop, cfg, kr_auth_token(&auth), &w, discover_arg[i],
 					 &resources[i], DISCOVERY_TIMEOUT_MS, err, sizeof(err));
 		if (r != 0) {
-			fprintf(stderr, "kreflect: %s\n", err);
+			kr_dprintf(2, "kreflect: %s\n", err);
 			return r == KR_ENOENT ? EXIT_USAGE : EXIT_FATAL;
 		}
 		discover_arg[i] = NULL;
 	}
 	/* The store starts over the scratch: untouched pages stay untouched. */
+	return 0;
+}
+
+/*
+ * --once after the sync: the hooks once, now, and the loop until they are
+ * done (the --timeout still counts). Returns the exit code.
+ */
+static int run_hooks_once(void)
+{
+	once_hooks = 1;
+	loop.stop = 0;
+	if (notify_on)
+		kr_notify_flush(&notify);
+	if (post_on)
+		kr_http_post_flush(&post);
+	while (!loop.stop && ((notify_on && notify.child) || (post_on && kr_http_post_busy(&post))))
+		if (kr_loop_once(&loop, -1) < 0) {
+			kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
+			return EXIT_FATAL;
+		}
+	if (once_failed)
+		return EXIT_FATAL;
+	if (loop.stop)
+		return 0;      /* SIGTERM while the hooks ran: a clean stop */
+	if (notify_on && notify.failures) {
+		if (notify.argv[0] && notify.last_exit)
+			kr_log(KR_LOG_ERROR, "--once: the --exec command %s exited with %d",
+			       notify.argv[0], notify.last_exit);
+		else
+			kr_log(KR_LOG_ERROR, "--once: the hook failed (see above)");
+		return EXIT_FATAL;
+	}
+	if (post_on && post.batches_dropped) {
+		kr_log(KR_LOG_ERROR, "--once: the --http-post batch could not be delivered");
+		return EXIT_FATAL;
+	}
 	return 0;
 }
 
@@ -699,7 +832,7 @@ int main(int argc, char **argv)
 	size_t used = 0, ndef, i;
 	int nres = 0, plain = 0, r;
 
-	for (i = 1; i < (size_t)argc; i++) {
+	for (i = 1; i < (size_t)argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--version") == 0) {
 			print_version();
 			return 0;
@@ -709,7 +842,9 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			fputs(usage, stdout);
+			struct kr_iov iov = { usage, sizeof(usage) - 1 };
+
+			kr_port_writev_all(1, &iov, 1);
 			return 0;
 		}
 	}
@@ -717,10 +852,17 @@ int main(int argc, char **argv)
 	o.verbosity = 1;
 	o.timeout_s = 60;
 	o.notify.debounce_ms = 1000;
+	o.sup.child_signal = SIGHUP;
+	o.sup.grace_ms = 10000;
 	kr_reflector_opts_default(&o.ropts);
 	r = parse_flags(argc, argv, &o, &nres);
 	if (r)
 		return r;
+	if (o.sup_flag && !o.sup.argv)
+		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
+	if (o.once && o.sup.argv)
+		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
+				   "sync%s", "");
 	kr_log_set_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
 			 : o.verbosity == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
 	o.ropts.once = o.once;
@@ -735,12 +877,12 @@ int main(int argc, char **argv)
 		if (o.server)
 			return usage_error("--server must be https://HOST[:PORT] (IPv6 in brackets), not '%s'",
 					   o.server);
-		fprintf(stderr, "kreflect: cluster %s: server '%s' is not https://HOST[:PORT]\n",
+		kr_dprintf(2, "kreflect: cluster %s: server '%s' is not https://HOST[:PORT]\n",
 			kcfg.cluster, kcfg.server);
 		return EXIT_USAGE;
 	}
 	if (kcfg.tls_server_name[0])
-		snprintf(cfg.server_name, sizeof(cfg.server_name), "%s", kcfg.tls_server_name);
+		kr_snprintf(cfg.server_name, sizeof(cfg.server_name), "%s", kcfg.tls_server_name);
 	r = use_proxy(&cfg);
 	if (r)
 		return r;
@@ -760,17 +902,17 @@ int main(int argc, char **argv)
 		if (o.all_namespaces)
 			res->all_namespaces = 1;
 		if (kcfg.ns[0] && (o.ns || !res->ns[0]))
-			snprintf(res->ns, sizeof(res->ns), "%s", kcfg.ns);
+			kr_snprintf(res->ns, sizeof(res->ns), "%s", kcfg.ns);
 		else if (!res->ns[0])
-			snprintf(res->ns, sizeof(res->ns), "default");
+			kr_snprintf(res->ns, sizeof(res->ns), "default");
 		if (o.label_selector)
-			snprintf(res->label_selector, sizeof(res->label_selector), "%s", o.label_selector);
+			kr_snprintf(res->label_selector, sizeof(res->label_selector), "%s", o.label_selector);
 		if (o.field_selector)
-			snprintf(res->field_selector, sizeof(res->field_selector), "%s", o.field_selector);
+			kr_snprintf(res->field_selector, sizeof(res->field_selector), "%s", o.field_selector);
 	}
 
 	if (kr_tls_global_init() != 0) {
-		fprintf(stderr, "kreflect: unable to start TLS\n");
+		kr_dprintf(2, "kreflect: unable to start TLS\n");
 		return EXIT_FATAL;
 	}
 	kr_auth_init(&auth);
@@ -779,7 +921,7 @@ int main(int argc, char **argv)
 	} else if (kcfg.token_file[0]) {
 		r = kr_auth_set_file(&auth, kcfg.token_file);
 		if (r != 0) {
-			fprintf(stderr, "kreflect: token file %s: unable to read: %s\n", kcfg.token_file,
+			kr_dprintf(2, "kreflect: token file %s: unable to read: %s\n", kcfg.token_file,
 				r == KR_EINVAL ? "empty or more than one line" : kr_strerror(r));
 			return EXIT_USAGE;
 		}
@@ -810,7 +952,7 @@ int main(int argc, char **argv)
 		}
 		kr_tls_ctx_init(&tls_ctx);
 		if (kr_tls_ctx_setup(&tls_ctx, &topts, err, sizeof(err)) != 0) {
-			fprintf(stderr, "kreflect: %s\n", err);
+			kr_dprintf(2, "kreflect: %s\n", err);
 			return EXIT_USAGE;
 		}
 		/* The key's bytes are not needed any more: do not keep them around. */
@@ -828,18 +970,18 @@ int main(int argc, char **argv)
 		      KR_STORE_BUCKETS, KR_STORE_RESERVE);
 	kr_loop_init(&loop);
 	if (kr_loop_signals(&loop, on_signal, NULL) != 0) {
-		fprintf(stderr, "kreflect: unable to set up signal handling\n");
+		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
 	r = kr_reflect_init(&top, &loop, &store, &cfg, &o.ropts, reflectors, resources, nres);
 	if (r != 0) {
-		fprintf(stderr, "kreflect: unable to set up the reflector: %s\n", kr_strerror(r));
+		kr_dprintf(2, "kreflect: unable to set up the reflector: %s\n", kr_strerror(r));
 		return EXIT_FATAL;
 	}
 	top.auth = &auth;
 	if (o.dir.path) {
 		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
-			fprintf(stderr, "kreflect: --dir %s: %s\n", o.dir.path, err);
+			kr_dprintf(2, "kreflect: --dir %s: %s\n", o.dir.path, err);
 			return EXIT_USAGE;
 		}
 		sink.event = kr_dirsink_event;
@@ -856,11 +998,36 @@ int main(int argc, char **argv)
 		kr_reflect_add_sink(&top, &sink);
 		notify_on = 1;
 	}
+	if (o.http_post) {
+		if (kr_http_post_init(&post, &loop, o.http_post, o.notify.debounce_ms, nres, err,
+				      sizeof(err)) != 0)
+			return usage_error("--http-post: %s", err);
+		if (!kr_http_post_loopback(&post))
+			kr_log(KR_LOG_WARN, "--http-post to %s: not a loopback address; the changed keys "
+			       "travel unencrypted", post.url);
+		sink.event = kr_http_post_event;
+		sink.arg = &post;
+		kr_reflect_add_sink(&top, &sink);
+		post_on = 1;
+	}
+	if (o.sup.argv) {
+		o.sup.debounce_ms = o.notify.debounce_ms;
+		o.sup.resources = nres;
+		o.sup.on_end = on_program_end;
+		if (kr_supervise_init(&sup, &loop, &o.sup, err, sizeof(err)) != 0)
+			return usage_error("-- PROGRAM: %s", err);
+		sink.event = kr_supervise_event;
+		sink.arg = &sup;
+		/* After the files and hooks: the program starts with everything in place. */
+		kr_reflect_add_sink(&top, &sink);
+		sup_on = 1;
+	}
 	if (!o.output_none) {
 		kr_jsonl_init(&jsonl, 1);
 		sink.event = kr_jsonl_event;
 		sink.arg = &jsonl;
 		kr_reflect_add_sink(&top, &sink);
+		kr_loop_before_poll(&loop, kr_jsonl_flush, &jsonl);
 	}
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));
@@ -872,7 +1039,13 @@ int main(int argc, char **argv)
 		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 		return EXIT_FATAL;
 	}
-	if (o.once && !once_failed)
-		kr_reflect_stop(&top);
+	kr_reflect_stop(&top);
+	if (!o.output_none)
+		kr_jsonl_flush(&jsonl);
+	if (o.once && !once_failed && top.synced_count == top.nrefl)
+		return run_hooks_once();
+	if (sup_on && sup.state == KR_SUP_ENDED)
+		return sup.start_error == KR_ENOENT ? EXIT_NOT_FOUND
+		       : sup.start_error ? EXIT_CANNOT_RUN : sup.code;
 	return once_failed ? EXIT_FATAL : 0;
 }

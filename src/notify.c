@@ -1,9 +1,9 @@
 #include "notify.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
@@ -20,7 +20,7 @@ static int split(struct kr_notify *n, char *err, size_t errlen)
 		if (!*p)
 			break;
 		if (argc == KR_NOTIFY_ARGS) {
-			snprintf(err, errlen, "more than %d words", KR_NOTIFY_ARGS);
+			kr_snprintf(err, errlen, "more than %d words", KR_NOTIFY_ARGS);
 			return KR_EINVAL;
 		}
 		n->argv[argc++] = w = p;
@@ -31,7 +31,7 @@ static int split(struct kr_notify *n, char *err, size_t errlen)
 				while (*p && *p != q)
 					*w++ = *p++;
 				if (*p != q) {
-					snprintf(err, errlen, "unterminated %c quote", q);
+					kr_snprintf(err, errlen, "unterminated %c quote", q);
 					return KR_EINVAL;
 				}
 				p++;
@@ -45,27 +45,23 @@ static int split(struct kr_notify *n, char *err, size_t errlen)
 	}
 	n->argv[argc] = NULL;
 	if (argc == 0) {
-		snprintf(err, errlen, "empty command");
+		kr_snprintf(err, errlen, "empty command");
 		return KR_EINVAL;
 	}
 	return 0;
 }
 
-static void fire(struct kr_loop *loop, struct kr_timer *t);
+static void fire(void *arg, unsigned long changes);
 
 int kr_notify_init(struct kr_notify *n, struct kr_loop *loop, const struct kr_notify_opts *o,
 		   char *err, size_t errlen)
 {
 	memset(n, 0, sizeof(*n));
 	n->o = *o;
-	n->loop = loop;
-	n->timer.fire = fire;
-	n->timer.arg = n;
-	if (n->o.debounce_ms < 0)
-		n->o.debounce_ms = 0;
+	kr_debounce_init(&n->db, loop, o->debounce_ms, o->resources, fire, n);
 	if (o->exec) {
 		if (strlen(o->exec) >= sizeof(n->cmd)) {
-			snprintf(err, errlen, "longer than %zu bytes", sizeof(n->cmd) - 1);
+			kr_snprintf(err, errlen, "longer than %zu bytes", sizeof(n->cmd) - 1);
 			return KR_EINVAL;
 		}
 		memcpy(n->cmd, o->exec, strlen(o->exec) + 1);
@@ -83,43 +79,22 @@ static void add_key(struct kr_notify *n, const struct kr_event *ev)
 		n->keys_lost = 1;
 		return;
 	}
-	n->keys_len += (size_t)snprintf(n->keys + n->keys_len, sizeof(n->keys) - n->keys_len,
+	n->keys_len += (size_t)kr_snprintf(n->keys + n->keys_len, sizeof(n->keys) - n->keys_len,
 					"%s/%s\n", ev->resource, ev->key);
-}
-
-/* Opens the window if none is open (and notifications may fire). */
-static void arm(struct kr_notify *n)
-{
-	if (n->ready && n->pending && !n->timer.armed && !n->child)
-		kr_loop_timer_at(n->loop, &n->timer, kr_port_now_ms() + n->o.debounce_ms);
 }
 
 void kr_notify_event(void *arg, const struct kr_event *ev)
 {
 	struct kr_notify *n = arg;
 
-	switch (ev->type) {
-	case KR_EV_ADDED:
-	case KR_EV_MODIFIED:
-	case KR_EV_DELETED:
-		n->pending++;
+	if (kr_debounce_count(&n->db, ev) && !n->db.pending)
+		n->db.pending = 1;     /* the first sync itself is worth one notification */
+	if (ev->type == KR_EV_ADDED || ev->type == KR_EV_MODIFIED || ev->type == KR_EV_DELETED)
 		add_key(n, ev);
-		break;
-	case KR_EV_SYNCED:
-		if (!n->ready && ++n->synced >= n->o.resources) {
-			n->ready = 1;
-			/* The first sync itself is a change worth one notification. */
-			if (!n->pending)
-				n->pending = 1;
-		}
-		break;
-	case KR_EV_RESYNC:
-		return;
-	}
-	arm(n);
+	kr_debounce_arm(&n->db);
 }
 
-static int send_signal(struct kr_notify *n)
+static int send_signal(struct kr_notify *n, unsigned long changes)
 {
 	char buf[32];
 	int pid = n->o.signal_pid;
@@ -147,11 +122,11 @@ static int send_signal(struct kr_notify *n)
 	}
 	n->signals_sent++;
 	kr_log(KR_LOG_INFO, "sent signal %d to pid %d after %lu changes", n->o.signal, pid,
-	       n->pending);
+	       changes);
 	return 0;
 }
 
-static void run(struct kr_notify *n)
+static void run(struct kr_notify *n, unsigned long changes)
 {
 	char count[48];
 	const char *env[2] = { count, NULL };
@@ -161,7 +136,7 @@ static void run(struct kr_notify *n)
 		memcpy(n->keys + n->keys_len, "*\n", 2);   /* more changes than listed */
 		n->keys_len += 2;
 	}
-	snprintf(count, sizeof(count), "KREFLECT_EVENTS=%lu", n->pending);
+	kr_snprintf(count, sizeof(count), "KREFLECT_EVENTS=%lu", changes);
 	pid = kr_port_spawn((const char *const *)n->argv, env, n->keys, n->keys_len);
 	if (pid < 0) {
 		n->failures++;
@@ -169,35 +144,39 @@ static void run(struct kr_notify *n)
 	} else {
 		n->child = pid;
 		n->runs++;
-		kr_log(KR_LOG_INFO, "running %s for %lu changes (pid %d)", n->argv[0], n->pending, pid);
+		kr_debounce_set_busy(&n->db, 1);
+		kr_log(KR_LOG_INFO, "running %s for %lu changes (pid %d)", n->argv[0], changes, pid);
 	}
 }
 
-static void fire(struct kr_loop *loop, struct kr_timer *t)
+/* A window closed: the signal, then the command (never while one runs: busy). */
+static void fire(void *arg, unsigned long changes)
 {
-	struct kr_notify *n = t->arg;
+	struct kr_notify *n = arg;
 
-	(void)loop;
-	if (!n->pending || n->child)
-		return;
-	if (n->o.signal && send_signal(n) != 0)
+	if (n->o.signal && send_signal(n, changes) != 0)
 		n->failures++;
 	if (n->argv[0])
-		run(n);
-	n->pending = 0;
+		run(n, changes);
 	n->keys_len = 0;
 	n->keys_lost = 0;
 }
 
-void kr_notify_child_exited(struct kr_notify *n, int pid, int code)
+int kr_notify_flush(struct kr_notify *n)
+{
+	return kr_debounce_flush(&n->db);
+}
+
+int kr_notify_child_exited(struct kr_notify *n, int pid, int code)
 {
 	if (!n->child || pid != n->child)
-		return;
+		return 0;
 	n->child = 0;
 	n->last_exit = code;
 	if (code != 0)
 		n->failures++;
 	kr_log(code ? KR_LOG_WARN : KR_LOG_INFO, "%s exited with %d", n->argv[0], code);
 	/* Changes during the run: exactly one more run, after the debounce. */
-	arm(n);
+	kr_debounce_set_busy(&n->db, 0);
+	return 1;
 }

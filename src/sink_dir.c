@@ -1,7 +1,7 @@
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
@@ -16,6 +16,7 @@
 #define TMP_PREFIX ".kreflect-tmp-"
 #define RESERVED_PREFIX ".kreflect"
 #define TMP_TRIES 8
+#define SHOWN_PATH 160  /* longest path shown in a log line, with its NUL */
 
 enum kind { KIND_OTHER, KIND_CONFIGMAP, KIND_SECRET };
 
@@ -130,7 +131,7 @@ static int good_rel(const char *rel)
 /* out = a "/" b, or b alone when a is "". Returns 0, or KR_ETOOBIG. */
 static int join(char *out, size_t size, const char *a, const char *b)
 {
-	int n = a[0] ? snprintf(out, size, "%s/%s", a, b) : snprintf(out, size, "%s", b);
+	int n = a[0] ? kr_snprintf(out, size, "%s/%s", a, b) : kr_snprintf(out, size, "%s", b);
 
 	return n < 0 || (size_t)n >= size ? KR_ETOOBIG : 0;
 }
@@ -163,6 +164,23 @@ static const char *printable(char *out, size_t size, const char *s, size_t len)
 	}
 	out[n] = '\0';
 	return out;
+}
+
+/*
+ * A path short enough for a log line that names the object after it (a line
+ * is cut at KR_LOG_LINE_MAX): the middle of a long one becomes "...".
+ * Returns path itself when it is short, else out.
+ */
+static const char *short_path(char (*out)[SHOWN_PATH], const char *path)
+{
+	size_t len = strlen(path), head = (SHOWN_PATH - 4) / 3, tail = SHOWN_PATH - 4 - head;
+
+	if (len < SHOWN_PATH)
+		return path;
+	memcpy(*out, path, head);
+	memcpy(*out + head, "...", 3);
+	memcpy(*out + head + 3, path + len - tail, tail + 1);
+	return *out;
 }
 
 /* --- the manifest in memory ------------------------------------------------------------ */
@@ -302,9 +320,9 @@ static int create_tmp(struct kr_dirsink *d, const char *dir, const char *base, u
 	int i, fd = KR_EINVAL;
 
 	for (i = 0; i < TMP_TRIES && fd == KR_EINVAL; i++) {
-		int n = dir[0] ? snprintf(tmp, size, "%s/" TMP_PREFIX "%.200s-%lu", dir, base,
+		int n = dir[0] ? kr_snprintf(tmp, size, "%s/" TMP_PREFIX "%.200s-%lu", dir, base,
 					  d->tmp_seq++)
-			       : snprintf(tmp, size, TMP_PREFIX "%.200s-%lu", base, d->tmp_seq++);
+			       : kr_snprintf(tmp, size, TMP_PREFIX "%.200s-%lu", base, d->tmp_seq++);
 
 		if (n < 0 || (size_t)n >= size)
 			return KR_ETOOBIG;
@@ -510,7 +528,7 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 	long n;
 
 	if (manifest_path(d, path, sizeof(path)) < 0) {
-		snprintf(err, errlen, "unable to use %s: the path is too long", d->root);
+		kr_snprintf(err, errlen, "unable to use %s: the path is too long", d->root);
 		return KR_EINVAL;
 	}
 	fd = kr_port_fs_open_read(path);
@@ -519,7 +537,7 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 		return 0;
 	}
 	if (fd < 0) {
-		snprintf(err, errlen, "unable to read %s: %s", path,
+		kr_snprintf(err, errlen, "unable to read %s: %s", path,
 			 fd == KR_EINVAL ? "not a regular file" : kr_port_fs_error());
 		return fd == KR_EINVAL ? KR_EINVAL : KR_EIO;
 	}
@@ -544,7 +562,7 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 				if (strcmp(d->buf, MANIFEST_HEADER) != 0) {
 					kr_port_fs_close(fd);
 					d->max_files = max;
-					snprintf(err, errlen, "unable to read %s: not a kreflect "
+					kr_snprintf(err, errlen, "unable to read %s: not a kreflect "
 						 "manifest (first line is not \"%s\")", path,
 						 MANIFEST_HEADER);
 					return KR_EPROTO;
@@ -562,12 +580,12 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 	kr_port_fs_close(fd);
 	d->max_files = max;
 	if (n < 0) {
-		snprintf(err, errlen, "unable to read %s: %s", path, kr_port_fs_error());
+		kr_snprintf(err, errlen, "unable to read %s: %s", path, kr_port_fs_error());
 		return KR_EIO;
 	}
 	if (!header && total > 0) {
 		/* Never written by kreflect, whose first write of it is whole and renamed. */
-		snprintf(err, errlen, "unable to read %s: not a kreflect manifest", path);
+		kr_snprintf(err, errlen, "unable to read %s: not a kreflect manifest", path);
 		return KR_EPROTO;
 	}
 	for (j = d->nentries; j-- > 0 && d->nlive > max;) {
@@ -612,7 +630,7 @@ static void dir_dirty(struct kr_dirsink *d, const char *full)
 	if (d->syncdir[0] && strcmp(d->syncdir, full) == 0)
 		return;
 	dir_sync(d);
-	snprintf(d->syncdir, sizeof(d->syncdir), "%s", full);
+	kr_snprintf(d->syncdir, sizeof(d->syncdir), "%s", full);
 }
 
 static void note_change(struct kr_dirsink *d, const char *rel)
@@ -639,7 +657,7 @@ static void note_change(struct kr_dirsink *d, const char *rel)
  */
 static int make_dirs(struct kr_dirsink *d, const char *rel, const struct obj *o)
 {
-	char full[KR_DIRSINK_PATH_MAX];
+	char full[KR_DIRSINK_PATH_MAX], sp[SHOWN_PATH];
 	size_t base = strlen(d->root) + 1, i;
 
 	if (!rel[0])
@@ -669,13 +687,14 @@ static int make_dirs(struct kr_dirsink *d, const char *rel, const struct obj *o)
 			}
 		}
 		if (r < 0) {
-			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s", full,
-			       o->ev->resource, o->ev->key, kr_port_fs_error());
+			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s",
+			       short_path(&sp, full), o->ev->resource, o->ev->key, kr_port_fs_error());
 			return r;
 		}
 		if (st.type != KR_FS_DIR) {
 			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: something "
-			       "other than a directory is there", full, o->ev->resource, o->ev->key);
+			       "other than a directory is there", short_path(&sp, full), o->ev->resource,
+			       o->ev->key);
 			return KR_EINVAL;
 		}
 		if (c == '\0')
@@ -740,6 +759,8 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 		      const char *base, const char *buf, size_t len, unsigned mode)
 {
 	char full[KR_DIRSINK_PATH_MAX], dir[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_PATH_MAX];
+	char sp[SHOWN_PATH];
+	const char *shown = short_path(&sp, rel);
 	struct kr_fs_stat st;
 	int fd, r;
 
@@ -749,13 +770,13 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	    join(dir, sizeof(dir), d->root, o->dir) < 0)
 		goto error;  /* checked when it was claimed */
 	if (kr_port_fs_stat(full, &st) < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, o->ev->resource,
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, kr_port_fs_error());
 		goto error;
 	}
 	if (st.type != KR_FS_NONE && st.type != KR_FS_FILE) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: it is not a regular file",
-		       rel, o->ev->resource, o->ev->key);
+		       shown, o->ev->resource, o->ev->key);
 		goto error;
 	}
 	if (st.type == KR_FS_FILE && st.mode == mode && st.size == (uint64_t)len &&
@@ -765,7 +786,7 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	}
 	fd = create_tmp(d, dir, base, mode, tmp, sizeof(tmp));
 	if (fd < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, o->ev->resource,
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, fd == KR_EINVAL ? "no free temporary file name"
 			       : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
 		goto error;
@@ -776,14 +797,14 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 		r = KR_EIO;
 	}
 	if (r < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, o->ev->resource,
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, kr_port_fs_error());
 		goto error;
 	}
 	dir_dirty(d, dir);
 	d->stats.written++;
 	note_change(d, rel);
-	kr_log(KR_LOG_DEBUG, "wrote %s (%zu bytes) for %s %s", rel, len, o->ev->resource,
+	kr_log(KR_LOG_DEBUG, "wrote %s (%zu bytes) for %s %s", shown, len, o->ev->resource,
 	       o->ev->key);
 	return 0;
 error:
@@ -811,16 +832,18 @@ static void dir_removed(struct kr_dirsink *d, const char *full)
 static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const char *why)
 {
 	char full[KR_DIRSINK_PATH_MAX], dir[KR_DIRSINK_PATH_MAX], rel[KR_DIRSINK_PATH_MAX];
-	const char *res = e_res(d, e), *key = e_key(d, e);
+	char sp[SHOWN_PATH];
+	const char *res = e_res(d, e), *key = e_key(d, e), *shown;
 	struct kr_fs_stat st;
 	size_t dl, kl;
 	int r;
 
-	snprintf(rel, sizeof(rel), "%s", e_path(d, e));
+	kr_snprintf(rel, sizeof(rel), "%s", e_path(d, e));
+	shown = short_path(&sp, rel);
 	r = dirs_confined(d, rel);
 	if (r == KR_EIO || join(full, sizeof(full), d->root, rel) < 0 ||
 	    (r == 0 && kr_port_fs_stat(full, &st) < 0)) {
-		kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", rel, res, key,
+		kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", shown, res, key,
 		       kr_port_fs_error());
 		d->stats.errors++;
 		return;
@@ -829,18 +852,18 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 		st.type = KR_FS_NONE;  /* its directory is gone, and the file with it */
 	} else if (r < 0) {
 		kr_log(KR_LOG_WARN, "a directory on the way to %s of %s %s is now a link or a file; "
-		       "leaving it", rel, res, key);
+		       "leaving it", shown, res, key);
 		st.type = KR_FS_DIR;
 	}
 	if (st.type == KR_FS_DIR) {
 		/* Someone made a directory of it (or of the way): forget it, touch nothing. */
 		if (r == 0)
-			kr_log(KR_LOG_WARN, "%s of %s %s is now a directory; leaving it", rel, res,
+			kr_log(KR_LOG_WARN, "%s of %s %s is now a directory; leaving it", shown, res,
 			       key);
 	} else if (st.type != KR_FS_NONE) {
 		r = kr_port_fs_unlink(full);
 		if (r < 0 && r != KR_ENOENT) {
-			kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", rel, res, key,
+			kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", shown, res, key,
 			       kr_port_fs_error());
 			d->stats.errors++;
 			return;
@@ -848,7 +871,7 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 		if (r == 0) {
 			d->stats.removed++;
 			note_change(d, rel);
-			kr_log(KR_LOG_DEBUG, "removed %s of %s %s (%s)", rel, res, key, why);
+			kr_log(KR_LOG_DEBUG, "removed %s of %s %s (%s)", shown, res, key, why);
 		}
 	}
 	/*
@@ -888,27 +911,35 @@ enum phase { CLAIM, WRITE };
 static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 {
 	const struct kr_event *ev = o->ev;
-	char rel[KR_DIRSINK_PATH_MAX], full[KR_DIRSINK_PATH_MAX];
+	char rel[KR_DIRSINK_PATH_MAX], full[KR_DIRSINK_PATH_MAX], sp[SHOWN_PATH];
+	const char *shown;
 	struct kr_dirsink_entry *e;
 	struct kr_fs_stat st;
 
 	if (join(rel, sizeof(rel), o->dir, base) < 0 || join(full, sizeof(full), d->root, rel) < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s/%s for %s %s: the path is longer than %d "
-		       "bytes", o->dir, base, ev->resource, ev->key, (int)KR_DIRSINK_PATH_MAX - 1);
+		char whole[2 * KR_DIRSINK_PATH_MAX];
+
+		/* base is at most 2 names and o->dir shorter than a path: it fits. */
+		kr_snprintf(whole, sizeof(whole), "%s%s%s", o->dir, o->dir[0] ? "/" : "", base);
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the path is longer than %d "
+		       "bytes", short_path(&sp, whole), ev->resource, ev->key,
+		       (int)KR_DIRSINK_PATH_MAX - 1);
 		d->stats.errors++;
 		return;
 	}
+	shown = short_path(&sp, rel);
 	e = find_path(d, rel);
 	if (e && !owned_by(d, e, o->owner_hash, ev->resource, ev->key)) {
 		/* Names both; an owner's key is "namespace/name", never a secret. */
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: conflict: %s %s writes it; "
-		       "the first owner keeps it", rel, ev->resource, ev->key, e_res(d, e), e_key(d, e));
+		       "the first owner keeps it", shown, ev->resource, ev->key, e_res(d, e),
+		       e_key(d, e));
 		d->stats.conflicts++;
 		return;
 	}
 	if (e && e->stamp == d->stamp) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the object has that key twice",
-		       rel, ev->resource, ev->key);
+		       shown, ev->resource, ev->key);
 		d->stats.errors++;
 		return;
 	}
@@ -918,21 +949,21 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 		return;
 	}
 	if (kr_port_fs_stat(full, &st) < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", rel, ev->resource, ev->key,
+		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, ev->resource, ev->key,
 		       kr_port_fs_error());
 		d->stats.errors++;
 		return;
 	}
 	if (st.type != KR_FS_NONE) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: conflict: the file exists and "
-		       "is not kreflect's", rel, ev->resource, ev->key);
+		       "is not kreflect's", shown, ev->resource, ev->key);
 		d->stats.conflicts++;
 		return;
 	}
 	e = add_entry(d, ev->resource, ev->key, rel, F_SEEN | F_TODO | F_NEW);
 	if (!e) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the manifest is full (%zu files)",
-		       rel, ev->resource, ev->key, d->max_files);
+		       shown, ev->resource, ev->key, d->max_files);
 		d->stats.errors++;
 		return;
 	}
@@ -1052,8 +1083,11 @@ static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base6
 		vlen = b64_decode(d->buf, (size_t)vlen);
 	if (vlen < 0) {
 		/* The value itself is never logged: it may be a secret. */
+		char sp[SHOWN_PATH];
+
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the value is not valid %s",
-		       rel, o->ev->resource, o->ev->key, base64 ? "base64" : "JSON text");
+		       short_path(&sp, rel), o->ev->resource, o->ev->key,
+		       base64 ? "base64" : "JSON text");
 		d->stats.errors++;
 		unclaim(d, e);
 		return;
@@ -1123,7 +1157,7 @@ static const char *split_key(struct obj *o)
 		return "its namespace or name is longer than 255 bytes";
 	memcpy(o->ns, key, nl);
 	o->ns[nl] = '\0';
-	snprintf(o->name, sizeof(o->name), "%s", name);
+	kr_snprintf(o->name, sizeof(o->name), "%s", name);
 	if ((slash && (why = bad_name(o->ns, nl)) != NULL) ||
 	    (why = bad_name(o->name, strlen(o->name))) != NULL)
 		return "its namespace or name cannot be a file name";
@@ -1158,7 +1192,7 @@ static const char *target_dir(struct kr_dirsink *d, struct obj *o, char *ann, si
 	if (o->kind != KIND_OTHER && d->layout_object) {
 		char sub[KR_DIRSINK_PATH_MAX], top[KR_DIRSINK_PATH_MAX];
 
-		snprintf(top, sizeof(top), "%s", o->dir);
+		kr_snprintf(top, sizeof(top), "%s", o->dir);
 		if (join(sub, sizeof(sub), o->ns, o->name) < 0 ||
 		    join(o->dir, sizeof(o->dir), top, sub) < 0)
 			return "makes a path that is too long";
@@ -1205,7 +1239,7 @@ static void put_object(struct kr_dirsink *d, const struct kr_event *ev)
 		goto refused;
 	}
 	if (o.kind == KIND_OTHER) {
-		snprintf(o.file, sizeof(o.file), o.ns[0] ? "%s_%s.json" : "%s%s.json", o.ns, o.name);
+		kr_snprintf(o.file, sizeof(o.file), o.ns[0] ? "%s_%s.json" : "%s%s.json", o.ns, o.name);
 		why = bad_name(o.file, strlen(o.file));
 		if (why) {
 			kr_log(KR_LOG_ERROR, "unable to write %s %s: file name refused: %s",
@@ -1306,7 +1340,7 @@ static int make_root(const char *root)
 	char p[KR_DIRSINK_PATH_MAX];
 	size_t i;
 
-	snprintf(p, sizeof(p), "%s", root);
+	kr_snprintf(p, sizeof(p), "%s", root);
 	for (i = 1;; i++) {
 		char c = p[i];
 
@@ -1341,25 +1375,25 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 	d->secret_mode = o->secret_mode ? o->secret_mode : KR_DIRSINK_SECRET_MODE;
 	d->max_files = o->max_files ? o->max_files : KR_DIRSINK_MAX_FILES;
 	if (!o->path || !o->path[0]) {
-		snprintf(err, errlen, "unable to use the output directory: no path given");
+		kr_snprintf(err, errlen, "unable to use the output directory: no path given");
 		return KR_EINVAL;
 	}
 	if (d->file_mode > 0777 || d->secret_mode > 0777 || d->max_files > KR_DIRSINK_MAX_FILES) {
-		snprintf(err, errlen, "unable to use %s: file modes above 0777 or more than %zu "
+		kr_snprintf(err, errlen, "unable to use %s: file modes above 0777 or more than %zu "
 			 "files are not supported", o->path, (size_t)KR_DIRSINK_MAX_FILES);
 		return KR_EINVAL;
 	}
 	if (strlen(ann) >= sizeof(d->annotation) || has_control(ann)) {
-		snprintf(err, errlen, "unable to use the annotation %.64s: too long or not text", ann);
+		kr_snprintf(err, errlen, "unable to use the annotation %.64s: too long or not text", ann);
 		return KR_EINVAL;
 	}
-	snprintf(d->annotation, sizeof(d->annotation), "%s", ann);
+	kr_snprintf(d->annotation, sizeof(d->annotation), "%s", ann);
 	len = strlen(o->path);
 	while (len > 1 && o->path[len - 1] == '/')
 		len--;
 	/* Room for "/" and a longest file name below the root. */
 	if (len + 2 + KR_DIRSINK_NAME_MAX > sizeof(d->root) || has_control(o->path)) {
-		snprintf(err, errlen, "unable to use %.64s...: the path is too long", o->path);
+		kr_snprintf(err, errlen, "unable to use %.64s...: the path is too long", o->path);
 		return KR_EINVAL;
 	}
 	memcpy(d->root, o->path, len);
@@ -1369,7 +1403,7 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 	if (r == 0)
 		r = kr_port_fs_is_dir(d->root);
 	if (r < 0) {
-		snprintf(err, errlen, "unable to use %s: %s", o->path,
+		kr_snprintf(err, errlen, "unable to use %s: %s", o->path,
 			 r == KR_EINVAL ? "not a directory" : kr_port_fs_error());
 		return r == KR_EINVAL ? KR_EINVAL : KR_EIO;
 	}
@@ -1378,7 +1412,7 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 		return r;
 	if (rewrite) {
 		if (manifest_write(d) < 0) {
-			snprintf(err, errlen, "unable to write %s/%s: %s", o->path,
+			kr_snprintf(err, errlen, "unable to write %s/%s: %s", o->path,
 				 KR_DIRSINK_MANIFEST, kr_port_fs_error());
 			return KR_EIO;
 		}
@@ -1386,7 +1420,7 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 		/* Nothing to write: prove that files can be created here. */
 		fd = create_tmp(d, d->root, "probe", 0600, tmp, sizeof(tmp));
 		if (fd < 0) {
-			snprintf(err, errlen, "unable to create files in %s: %s", o->path,
+			kr_snprintf(err, errlen, "unable to create files in %s: %s", o->path,
 				 kr_port_fs_error());
 			return KR_EIO;
 		}

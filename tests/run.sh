@@ -69,6 +69,8 @@ for t in "$@"; do
 	# Cluster access and the reflector end to end, on every build (ARM under qemu-user).
 	run_suite "access/$t" sh tests/access/run.sh "$t"
 	run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
+	run_suite "files/$t" sh tests/files/run.sh "$t"
+	run_suite "supervise/$t" sh tests/supervise/run.sh "$t"
 done
 
 case " $* " in

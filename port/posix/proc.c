@@ -1,7 +1,9 @@
 /*
- * The posix port: child processes for hooks.
+ * The posix port: child processes for hooks and the supervised program.
  */
 #define _GNU_SOURCE
+#include "fmt.h"
+#include "kreflect.h"
 #include "port.h"
 
 #include <errno.h>
@@ -50,6 +52,53 @@ int kr_port_spawn(const char *const *argv, const char *const *env, const void *s
 		_exit(127);
 	}
 	close(p[0]);
+	return (int)pid;
+}
+
+int kr_port_start(const char *const *argv, char *why, size_t size)
+{
+	int p[2], err = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		kr_snprintf(why, size, "unable to make a pipe: %s", strerror(errno));
+		return KR_EIO;
+	}
+	pid = fork();
+	if (pid < 0) {
+		kr_snprintf(why, size, "unable to fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return KR_EIO;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		close(p[0]);
+		execvp(argv[0], (char *const *)argv);
+		/* Only reached when exec failed: tell the parent why. */
+		err = errno;
+		if (write(p[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(p[1]);
+	/* EOF (the exec closed the pipe) or the child's errno; both come at once. */
+	do
+		n = read(p[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n == (ssize_t)sizeof(err)) {
+		int code;
+
+		waitpid(pid, &code, 0);
+		kr_snprintf(why, size, "%s", strerror(err));
+		return err == ENOENT ? KR_ENOENT : KR_EIO;
+	}
 	return (int)pid;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "kreflect.h"
+#include "debounce.h"
 #include "notify.h"
 #include "test.h"
 
@@ -172,9 +173,30 @@ KR_TEST(notify, bounds_of_command_and_key_list)
 		snprintf(key, sizeof(key), "default/object-%05d", i);
 		change(key);
 	}
-	check(n.pending == 2000);
+	check(n.db.pending == 2000);
 	check(n.keys_lost == 1);
 	check(n.keys_len <= sizeof(n.keys) && n.keys_len > sizeof(n.keys) - 64);
 	check(n.keys[n.keys_len - 1] == '\n');
+	return 0;
+}
+
+/* Two resources: a relist of the first is not the second's first sync. */
+KR_TEST(notify, every_resource_must_sync_not_one_twice)
+{
+	struct kr_debounce d;
+	struct kr_loop l;
+	struct kr_event cm = { KR_EV_SYNCED, 0, "configmaps", NULL, "1", NULL, 0, 1, 0 };
+	struct kr_event sec = { KR_EV_SYNCED, 1, "secrets", NULL, "1", NULL, 0, 1, 0 };
+	struct kr_event bad = { KR_EV_SYNCED, KR_MAX_RESOURCES, "x", NULL, "1", NULL, 0, 1, 0 };
+
+	kr_loop_init(&l);
+	kr_debounce_init(&d, &l, 100, 2, NULL, NULL);
+	check(kr_debounce_count(&d, &cm) == 0);
+	check(kr_debounce_count(&d, &cm) == 0);   /* configmaps relisted: still not ready */
+	check(kr_debounce_count(&d, &bad) == 0);  /* out of range: ignored */
+	check(!d.ready);
+	check(kr_debounce_count(&d, &sec) == 1);
+	check(d.ready);
+	check(kr_debounce_count(&d, &sec) == 0);  /* only the first time */
 	return 0;
 }

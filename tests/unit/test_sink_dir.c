@@ -577,6 +577,26 @@ DIR_TEST(annotation_chooses_a_confined_subdirectory)
 	return 0;
 }
 
+DIR_TEST(a_path_too_long_is_refused_and_the_log_line_still_names_the_object)
+{
+	char ann[1001];
+	size_t i;
+
+	/* 999 bytes of directories: with the root and a key, past KR_DIRSINK_PATH_MAX. */
+	for (i = 0; i < 1000; i += 2)
+		memcpy(ann + i, "d/", 2);
+	ann[999] = '\0';
+	check(open_sink(0, 0) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/long", cm("long", ann, "\"data\":{\"k\":\"v\"}"));
+	send(KR_EV_ADDED, "configmaps", "default/short", cm("short", NULL, "\"data\":{\"k\":\"v\"}"));
+	check(D.stats.errors == 1 && D.stats.written == 1 && holds_str("k", "v"));
+	/* The path is shortened in the middle, so the line is not cut before the object. */
+	check(logged("d/d/.../d/d/") &&
+	      logged("d/d/k for configmaps default/long: the path is longer than 1023 bytes"));
+	check(!exists(at("d")));
+	return 0;
+}
+
 DIR_TEST(hostile_keys_are_refused_and_the_rest_written)
 {
 	char members[2048], longkey[301];

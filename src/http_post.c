@@ -1,0 +1,369 @@
+#include "http_post.h"
+
+#include <string.h>
+
+#include "fmt.h"
+#include "kreflect.h"
+#include "log.h"
+#include "port.h"
+
+/* Room always kept for the {"type":"DROPPED","events":N} line (at most 49 bytes). */
+#define MARK_RESERVE 64
+/* One line: type, resource, key, resourceVersion, each escaped at most 6x. */
+#define POST_LINE_MAX (6 * (KR_KEY_MAX + KR_RV_MAX + 128) + 128)
+
+static const struct kr_http_header headers[] = {
+	{ "Content-Type", "application/x-ndjson" },
+	/* One connection per attempt: batches are seconds apart, and a kept-alive
+	 * connection the receiver closed meanwhile would cost an attempt. */
+	{ "Connection", "close" },
+};
+
+/* Appends s as a JSON string (quotes included) to out[*len..size). Returns 0 or -1 if full. */
+static int put_json_str(char *out, size_t size, size_t *len, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char esc[7];
+	size_t n;
+
+	if (*len + 1 >= size)
+		return -1;
+	out[(*len)++] = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		const char *p = esc;
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			n = 2;
+		} else if (c < 0x20) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		} else {
+			p = (const char *)s;
+			n = 1;
+		}
+		if (*len + n + 1 >= size)
+			return -1;
+		memcpy(out + *len, p, n);
+		*len += n;
+	}
+	out[(*len)++] = '"';
+	return 0;
+}
+
+/* Appends the literal text t. Returns 0 or -1 if full. */
+static int put_raw(char *out, size_t size, size_t *len, const char *t)
+{
+	size_t n = strlen(t);
+
+	if (*len + n >= size)
+		return -1;
+	memcpy(out + *len, t, n);
+	*len += n;
+	return 0;
+}
+
+/* Adds one line for ev to the window, or counts it as dropped if it does not fit. */
+static void add_line(struct kr_http_post *p, const struct kr_event *ev)
+{
+	char line[POST_LINE_MAX], count[32];
+	size_t len = 0;
+	int bad = 0;
+
+	bad |= put_raw(line, sizeof(line), &len, "{\"type\":");
+	bad |= put_json_str(line, sizeof(line), &len, kr_event_name(ev->type));
+	bad |= put_raw(line, sizeof(line), &len, ",\"resource\":");
+	bad |= put_json_str(line, sizeof(line), &len, ev->resource ? ev->resource : "");
+	if (ev->type != KR_EV_SYNCED) {
+		bad |= put_raw(line, sizeof(line), &len, ",\"key\":");
+		bad |= put_json_str(line, sizeof(line), &len, ev->key ? ev->key : "");
+	}
+	bad |= put_raw(line, sizeof(line), &len, ",\"resourceVersion\":");
+	bad |= put_json_str(line, sizeof(line), &len, ev->rv ? ev->rv : "");
+	if (ev->type == KR_EV_SYNCED) {
+		kr_snprintf(count, sizeof(count), ",\"count\":%zu", ev->count);
+		bad |= put_raw(line, sizeof(line), &len, count);
+	}
+	bad |= put_raw(line, sizeof(line), &len, "}\n");
+	if (bad || p->next_dropped || p->next_len + len + MARK_RESERVE > sizeof(p->next)) {
+		/* Once one line is left out, later ones are too: the batch stays in order. */
+		p->next_dropped++;
+		return;
+	}
+	memcpy(p->next + p->next_len, line, len);
+	p->next_len += len;
+}
+
+static void send_batch(struct kr_http_post *p);
+
+static void done(struct kr_http_post *p)
+{
+	p->attempt = 0;
+	p->body_len = 0;
+	p->body_changes = 0;
+	kr_debounce_set_busy(&p->db, 0);
+}
+
+static void failed(struct kr_http_post *p, const char *why)
+{
+	kr_ms_t now = kr_port_now_ms();
+	int64_t delay;
+
+	p->attempts_failed++;
+	if (p->attempt >= KR_HTTP_POST_ATTEMPTS) {
+		kr_log(KR_LOG_ERROR, "unable to post %lu changes to %s after %d attempts: %s; "
+		       "dropping them", p->body_changes, p->url, p->attempt, why);
+		p->batches_dropped++;
+		done(p);
+		return;
+	}
+	delay = kr_backoff_next(&p->backoff, now);
+	kr_log(KR_LOG_WARN, "unable to post %lu changes to %s (attempt %d of %d): %s; "
+	       "retrying in %lld ms", p->body_changes, p->url, p->attempt, KR_HTTP_POST_ATTEMPTS,
+	       why, (long long)delay);
+	kr_loop_timer_at(p->loop, &p->retry, now + delay);
+}
+
+static int on_head(void *arg, const struct kr_http_resp *resp)
+{
+	struct kr_http_post *p = arg;
+
+	p->status = resp->status;
+	return 0;
+}
+
+static int on_body(void *arg, const char *data, size_t len)
+{
+	struct kr_http_post *p = arg;
+
+	(void)data;
+	p->reply_bytes += len;
+	return p->reply_bytes > KR_HTTP_POST_REPLY_MAX ? -1 : 0;
+}
+
+static void on_end(void *arg, int err, const char *reason)
+{
+	struct kr_http_post *p = arg;
+	char why[sizeof(p->conn.reason) + 32];
+
+	p->in_flight = 0;
+	kr_conn_close(&p->conn, NULL);
+	if (err == 0 && p->status >= 200 && p->status < 300) {
+		p->delivered++;
+		kr_log(KR_LOG_INFO, "posted %lu changes (%zu bytes) to %s: HTTP %d", p->body_changes,
+		       p->body_len, p->url, p->status);
+		done(p);
+		return;
+	}
+	if (err == 0)
+		kr_snprintf(why, sizeof(why), "HTTP %d", p->status);
+	else if (err == KR_ECANCELED && p->reply_bytes > KR_HTTP_POST_REPLY_MAX)
+		kr_snprintf(why, sizeof(why), "an answer longer than %d bytes", KR_HTTP_POST_REPLY_MAX);
+	else
+		kr_snprintf(why, sizeof(why), "%s", reason && *reason ? reason : kr_strerror(err));
+	failed(p, why);
+}
+
+static void send_batch(struct kr_http_post *p)
+{
+	struct kr_request req;
+	int r;
+
+	memset(&req, 0, sizeof(req));
+	req.method = "POST";
+	req.path = p->path;
+	req.headers = headers;
+	req.nheaders = sizeof(headers) / sizeof(headers[0]);
+	req.body = p->body;
+	req.body_len = p->body_len;
+	req.on_head = on_head;
+	req.on_body = on_body;
+	req.on_end = on_end;
+	req.arg = p;
+	p->status = 0;
+	p->reply_bytes = 0;
+	p->attempt++;
+	p->in_flight = 1;
+	r = kr_conn_request(&p->conn, &req);
+	if (r < 0) {
+		p->in_flight = 0;
+		failed(p, kr_strerror(r));
+	}
+}
+
+static void on_retry(struct kr_loop *loop, struct kr_timer *t)
+{
+	(void)loop;
+	send_batch(t->arg);
+}
+
+/* A window closed: its lines become the batch to deliver. */
+static void fire(void *arg, unsigned long changes)
+{
+	struct kr_http_post *p = arg;
+
+	memcpy(p->body, p->next, p->next_len);
+	p->body_len = p->next_len;
+	if (p->next_dropped)
+		p->body_len += (size_t)kr_snprintf(p->body + p->body_len, sizeof(p->body) - p->body_len,
+						"{\"type\":\"DROPPED\",\"events\":%lu}\n", p->next_dropped);
+	p->body_changes = changes;
+	p->next_len = 0;
+	p->next_dropped = 0;
+	p->attempt = 0;
+	kr_backoff_init(&p->backoff, &p->rand, kr_port_now_ms());
+	kr_debounce_set_busy(&p->db, 1);
+	send_batch(p);
+}
+
+void kr_http_post_event(void *arg, const struct kr_event *ev)
+{
+	struct kr_http_post *p = arg;
+
+	if (ev->type == KR_EV_ADDED || ev->type == KR_EV_MODIFIED || ev->type == KR_EV_DELETED ||
+	    (ev->type == KR_EV_SYNCED && !p->db.ready))
+		add_line(p, ev);
+	if (kr_debounce_count(&p->db, ev) && !p->db.pending)
+		p->db.pending = 1;     /* the first sync is worth a batch, even of no objects */
+	kr_debounce_arm(&p->db);
+}
+
+int kr_http_post_flush(struct kr_http_post *p)
+{
+	return kr_debounce_flush(&p->db);
+}
+
+int kr_http_post_busy(const struct kr_http_post *p)
+{
+	return p->db.busy;
+}
+
+int kr_http_post_loopback(const struct kr_http_post *p)
+{
+	const char *h = p->conn.cfg.host;
+
+	return strcmp(h, "localhost") == 0 || strcmp(h, "::1") == 0 ||
+	       (strncmp(h, "127.", 4) == 0 && kr_port_parse_ip(h, 0, &(struct kr_addr){ 0 }) == 0);
+}
+
+/* http://host[:port][/path][?query]; IPv6 in brackets. */
+static int parse_url(struct kr_http_post *p, const char *url, struct kr_conn_cfg *cfg,
+		     char *err, size_t errlen)
+{
+	const char *s, *host, *host_end, *rest;
+	unsigned long port = 80;
+	size_t hlen, i;
+
+	if (strncmp(url, "https://", 8) == 0) {
+		kr_snprintf(err, errlen, "https:// is not supported: the hook is plain HTTP to a local "
+			 "agent (kreflect has no TLS for it); give http://HOST[:PORT][/PATH]");
+		return KR_EINVAL;
+	}
+	if (strncmp(url, "http://", 7) != 0) {
+		kr_snprintf(err, errlen, "must be http://HOST[:PORT][/PATH], not '%s'", url);
+		return KR_EINVAL;
+	}
+	for (i = 0; url[i]; i++) {
+		if ((unsigned char)url[i] <= 0x20 || url[i] == 0x7f || url[i] == '#') {
+			kr_snprintf(err, errlen, "a space, control byte or '#' in the URL");
+			return KR_EINVAL;
+		}
+	}
+	s = url + 7;
+	if (memchr(s, '@', strcspn(s, "/?"))) {
+		kr_snprintf(err, errlen, "user:password@ in '%s' is not supported", url);
+		return KR_EINVAL;
+	}
+	if (*s == '[') {
+		host = s + 1;
+		host_end = strchr(host, ']');
+		if (!host_end) {
+			kr_snprintf(err, errlen, "unterminated [IPv6] host in '%s'", url);
+			return KR_EINVAL;
+		}
+		rest = host_end + 1;
+	} else {
+		host = s;
+		host_end = s + strcspn(s, ":/?");
+		rest = host_end;
+	}
+	hlen = (size_t)(host_end - host);
+	if (hlen == 0 || hlen >= sizeof(cfg->host)) {
+		kr_snprintf(err, errlen, "no usable host in '%s'", url);
+		return KR_EINVAL;
+	}
+	for (i = 0; i < hlen; i++) {
+		char c = host[i];
+
+		/* A DNS name or an IP literal: nothing else reaches the resolver. */
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '_' || (c == ':' && *s == '['))) {
+			kr_snprintf(err, errlen, "no usable host in '%s'", url);
+			return KR_EINVAL;
+		}
+	}
+	memcpy(cfg->host, host, hlen);
+	cfg->host[hlen] = '\0';
+	if (*rest == ':') {
+		const char *d = ++rest;
+
+		port = 0;
+		while (*d >= '0' && *d <= '9' && port <= 65535)
+			port = port * 10 + (unsigned long)(*d++ - '0');
+		if (d == rest || port < 1 || port > 65535 || (*d && *d != '/' && *d != '?')) {
+			kr_snprintf(err, errlen, "bad port in '%s'", url);
+			return KR_EINVAL;
+		}
+		rest = d;
+	} else if (*rest && *rest != '/' && *rest != '?') {
+		kr_snprintf(err, errlen, "must be http://HOST[:PORT][/PATH], not '%s'", url);
+		return KR_EINVAL;
+	}
+	cfg->port = (uint16_t)port;
+	if (kr_snprintf(p->path, sizeof(p->path), "%s%s", *rest == '/' ? "" : "/", rest) >=
+	    (int)sizeof(p->path)) {
+		kr_snprintf(err, errlen, "path longer than %d bytes", KR_HTTP_POST_PATH_MAX - 1);
+		return KR_EINVAL;
+	}
+	/* Logged without the query, which may carry a key of the receiver's. */
+	kr_snprintf(p->url, sizeof(p->url), "http://%s%s%s:%u%.*s", *s == '[' ? "[" : "", cfg->host,
+		 *s == '[' ? "]" : "", (unsigned)cfg->port, (int)strcspn(p->path, "?"), p->path);
+	return 0;
+}
+
+int kr_http_post_init(struct kr_http_post *p, struct kr_loop *loop, const char *url,
+		      int debounce_ms, int resources, char *err, size_t errlen)
+{
+	struct kr_conn_cfg cfg;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	memset(&cfg, 0, sizeof(cfg));
+	r = parse_url(p, url, &cfg, err, errlen);
+	if (r != 0)
+		return r;
+	/* The request head must be writable once: the path is the only part that varies. */
+	if (kr_http_write_request_ex(p->conn.reqbuf, sizeof(p->conn.reqbuf), "POST", cfg.host,
+				     p->path, NULL, 0, NULL, kr_target(), headers,
+				     sizeof(headers) / sizeof(headers[0])) < 0) {
+		kr_snprintf(err, errlen, "the path cannot be sent in a request: '%s'", p->path);
+		return KR_EINVAL;
+	}
+	cfg.tls = NULL;                /* plain HTTP, never through a proxy */
+	cfg.connect_timeout_ms = KR_HTTP_POST_TIMEOUT_MS;
+	cfg.idle_timeout_ms = KR_HTTP_POST_TIMEOUT_MS;
+	p->loop = loop;
+	if (kr_conn_init(&p->conn, loop, &cfg) != 0) {
+		kr_snprintf(err, errlen, "no room in the loop for its connection");
+		return KR_EINVAL;
+	}
+	kr_rand_seed(&p->rand, 0);
+	p->retry.fire = on_retry;
+	p->retry.arg = p;
+	kr_debounce_init(&p->db, loop, debounce_ms, resources, fire, p);
+	return 0;
+}

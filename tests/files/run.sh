@@ -1,0 +1,44 @@
+#!/bin/sh
+# The directory sink and the notifications end to end: the real kreflect
+# binary against tests/apiserver over TLS (tests/files/test_files.py, which
+# runs on the end-to-end suite's harness).
+#
+#   sh tests/files/run.sh [TARGET] [NAME ...]
+#
+# TARGET picks the binary: x86_64 -> build/kreflect, anything else ->
+# build/TARGET/kreflect (aarch64 and armv7 under qemu-user). The last line is
+# "N passed, N failed"; what each scenario saw is kept in
+# build/test/e2e-files-TARGET/.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+target=${1:-x86_64}
+[ $# -gt 0 ] && shift
+case "$target" in
+x86_64) bin=build/kreflect ;;
+*) bin=build/$target/kreflect ;;
+esac
+fail_setup() {
+	echo "FAIL setup: $1"
+	echo "0 passed, 1 failed"
+	exit 1
+}
+[ -x "$bin" ] || fail_setup "$bin is not built (make, or make TARGET=$target target-bin)"
+# The reader runs on the build machine whatever the target.
+mkdir -p build/test "build/test/files-$target"
+cc -O2 -Wall -Wextra -Werror -o build/test/files-reader tests/files/reader.c ||
+	fail_setup "cannot build tests/files/reader.c"
+# The harness names its artifacts directory after the binary's directory:
+# the binary is reached through build/test/files-TARGET/kreflect, a link (or
+# for ARM a wrapper that execs qemu-user: same pid, same signals).
+w=build/test/files-$target/kreflect
+rm -f "$w"
+case "$target" in
+aarch64 | armv7)
+	q=qemu-aarch64
+	[ "$target" = armv7 ] && q=qemu-arm
+	printf '#!/bin/sh\nexec %s %s/%s "$@"\n' "$q" "$PWD" "$bin" >"$w"
+	chmod +x "$w"
+	;;
+*) ln -s "$PWD/$bin" "$w" ;;
+esac
+exec python3 tests/files/test_files.py "$w" "$@"
