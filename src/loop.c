@@ -10,6 +10,16 @@ void kr_loop_init(struct kr_loop *loop)
 	loop->signals.fd = -1;
 }
 
+int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
+{
+	if (loop->nhooks >= KR_LOOP_MAX_HOOKS)
+		return KR_ENOSPC;
+	loop->hooks[loop->nhooks].fn = fn;
+	loop->hooks[loop->nhooks].arg = arg;
+	loop->nhooks++;
+	return 0;
+}
+
 static void signal_ready(struct kr_loop *loop, struct kr_source *s, int got)
 {
 	int sig;
@@ -145,6 +155,8 @@ int kr_loop_once(struct kr_loop *loop, int max_wait_ms)
 		wait = max_wait_ms;
 	if (npending)
 		wait = 0;
+	for (i = 0; wait != 0 && i < loop->nhooks; i++)
+		loop->hooks[i].fn(loop->hooks[i].arg);
 	loop->passes++;
 	r = kr_port_poll(fds, n, wait);
 	if (r < 0)

@@ -20,6 +20,9 @@
 #ifndef KR_LOOP_MAX_TIMERS
 #define KR_LOOP_MAX_TIMERS 64      /* per connection, per resource, debounce, ... */
 #endif
+#ifndef KR_LOOP_MAX_HOOKS
+#define KR_LOOP_MAX_HOOKS 4        /* before-poll work: the batched JSON-lines output */
+#endif
 
 struct kr_loop;
 
@@ -49,6 +52,11 @@ struct kr_loop {
 	struct kr_source signals;      /* the signal descriptor, when opened */
 	void (*on_signal)(struct kr_loop *loop, int sig, void *arg);
 	void *signal_arg;
+	struct {
+		int (*fn)(void *arg);
+		void *arg;
+	} hooks[KR_LOOP_MAX_HOOKS];    /* run before a poll() that may sleep */
+	int nhooks;
 	int stop;                      /* set to leave kr_loop_run */
 	unsigned long wakeups;         /* poll() returns, for the idle test */
 	unsigned long passes;          /* loop passes, counting pending-only ones */
@@ -56,6 +64,13 @@ struct kr_loop {
 
 /* Makes an empty loop; cannot fail. */
 void kr_loop_init(struct kr_loop *loop);
+
+/*
+ * Runs fn(arg) before every poll() that may sleep (not while buffered bytes
+ * or due timers keep the loop busy): for work gathered during a busy spell,
+ * such as output written in batches. Returns 0 or KR_ENOSPC.
+ */
+int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg);
 
 /*
  * Opens the signal descriptor (SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1,

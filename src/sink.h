@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "kreflect_config.h"
+
 enum kr_event_type {
 	KR_EV_ADDED,
 	KR_EV_MODIFIED,
@@ -41,18 +43,26 @@ struct kr_sink {
 const char *kr_event_name(enum kr_event_type t);
 
 /*
- * The JSON-lines sink: one line per event on fd, written with one writev
- * per event (no copy of the object): {"type":"ADDED","object":{...}} and
+ * The JSON-lines sink: one line per event on fd,
+ * {"type":"ADDED","object":{...}} and
  * {"type":"SYNCED","resource":"...","resourceVersion":"...","count":N}.
- * Returns 0, or KR_EIO when fd cannot be written (logged once).
+ * Lines are gathered in buf and written when it is full or at
+ * kr_jsonl_flush(), which the owner calls before the loop may sleep (see
+ * kr_loop_before_poll) and before exit. A write error is logged once and
+ * ends the output.
  */
 struct kr_jsonl {
 	int fd;
 	int failed;
 	unsigned long long lines;
+	unsigned long long writes;     /* write calls made, for tests and stats */
+	size_t len;                    /* bytes gathered in buf */
+	char buf[KR_JSONL_BUFFER_BYTES];
 };
 
 void kr_jsonl_init(struct kr_jsonl *j, int fd);
 void kr_jsonl_event(void *arg, const struct kr_event *ev);
+/* Writes what is gathered. Returns 0, or KR_EIO (also once the output has failed). */
+int kr_jsonl_flush(void *arg);
 
 #endif /* KR_SINK_H */

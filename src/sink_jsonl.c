@@ -1,6 +1,6 @@
-#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
@@ -36,7 +36,7 @@ static size_t json_escape(char *out, size_t size, const char *s)
 			out[n++] = '\\';
 			out[n++] = (char)c;
 		} else if (c < 0x20) {
-			n += (size_t)snprintf(out + n, size - n, "\\u%04x", c);
+			n += (size_t)kr_snprintf(out + n, size - n, "\\u%04x", c);
 		} else {
 			out[n++] = (char)c;
 		}
@@ -45,38 +45,83 @@ static size_t json_escape(char *out, size_t size, const char *s)
 	return n;
 }
 
+static int write_out(struct kr_jsonl *j, struct kr_iov *iov, int n)
+{
+	if (kr_port_writev_all(j->fd, iov, n) == 0) {
+		j->writes++;
+		return 0;
+	}
+	j->failed = 1;
+	j->len = 0;
+	kr_log(KR_LOG_ERROR, "unable to write events to the output: %s", kr_port_last_error());
+	return KR_EIO;
+}
+
+int kr_jsonl_flush(void *arg)
+{
+	struct kr_jsonl *j = arg;
+	struct kr_iov iov;
+
+	if (j->failed)
+		return KR_EIO;
+	if (j->len == 0)
+		return 0;
+	iov.base = j->buf;
+	iov.len = j->len;
+	j->len = 0;
+	return write_out(j, &iov, 1);
+}
+
+/* Gathers iov[0..n) as one line: copied into buf, or written as it is if it never fits. */
+static void emit(struct kr_jsonl *j, struct kr_iov *iov, int n)
+{
+	size_t total = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		total += iov[i].len;
+	if (j->len + total > sizeof(j->buf) && kr_jsonl_flush(j) != 0)
+		return;
+	if (total > sizeof(j->buf)) {
+		if (write_out(j, iov, n) == 0)
+			j->lines++;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		memcpy(j->buf + j->len, iov[i].base, iov[i].len);
+		j->len += iov[i].len;
+	}
+	j->lines++;
+}
+
 void kr_jsonl_event(void *arg, const struct kr_event *ev)
 {
 	struct kr_jsonl *j = arg;
 	struct kr_iov iov[3];
 	char head[64], line[1024], res[300], rv[200];
-	int n, r;
+	int n;
 
 	if (j->failed)
 		return;
 	if (ev->type == KR_EV_SYNCED) {
 		json_escape(res, sizeof(res), ev->resource ? ev->resource : "");
 		json_escape(rv, sizeof(rv), ev->rv ? ev->rv : "");
-		n = snprintf(line, sizeof(line),
+		n = kr_snprintf(line, sizeof(line),
 			     "{\"type\":\"SYNCED\",\"resource\":\"%s\",\"resourceVersion\":\"%s\",\"count\":%zu%s}\n",
 			     res, rv, ev->count, ev->partial ? ",\"partial\":true" : "");
 		iov[0].base = line;
-		iov[0].len = (size_t)n;
-		r = kr_port_writev_all(j->fd, iov, 1);
-	} else {
-		n = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", kr_event_name(ev->type));
-		iov[0].base = head;
-		iov[0].len = (size_t)n;
-		iov[1].base = ev->obj;
-		iov[1].len = ev->objlen;
-		iov[2].base = "}\n";
-		iov[2].len = 2;
-		r = kr_port_writev_all(j->fd, iov, 3);
-	}
-	if (r < 0) {
-		j->failed = 1;
-		kr_log(KR_LOG_ERROR, "unable to write events to the output: %s", kr_port_last_error());
+		iov[0].len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+		emit(j, iov, 1);
+		/* A sync is a point readers wait for: out at once, not at the next pass. */
+		kr_jsonl_flush(j);
 		return;
 	}
-	j->lines++;
+	n = kr_snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", kr_event_name(ev->type));
+	iov[0].base = head;
+	iov[0].len = (size_t)n;
+	iov[1].base = ev->obj;
+	iov[1].len = ev->objlen;
+	iov[2].base = "}\n";
+	iov[2].len = 2;
+	emit(j, iov, 3);
 }
