@@ -362,6 +362,9 @@ help:
 #   make bench-transport  chunked decoding + object framing vs memchr/memcpy (tests/bench/)
 #   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
 #   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
+#   make bench            kreflect against client-node and python3-kubernetes, one table,
+#                         build/bench/{table.md,results.json,bench.svg} (tests/bench/bench.py);
+#                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N
 
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCHES := $(patsubst tests/bench/%.c,$(O)/bench/%,$(BENCH_SRC))
@@ -373,7 +376,8 @@ MALLOC_BIN := $(O)/kreflect-malloc
 RELIST_DIR := build/x86_64-relist
 RELIST_CAPS := -DKR_MAX_OBJECTS=16384 -DKR_ARENA_BYTES=33554432u
 
-.PHONY: bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench
+.PHONY: bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench \
+	bench bench-packages
 
 bench-transport: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bench
@@ -391,6 +395,30 @@ relist-variant: | $(MBEDTLS_STAMP) $(JSMN_H)
 bench-relist: relist-variant
 	$(Q)sh tests/bench/relist_rss.sh paged $(RELIST_DIR)/kreflect
 	$(Q)sh tests/bench/relist_rss.sh cache $(RELIST_DIR)/kreflect
+
+# The peers' Debian packages (not part of `make deps`: only the bench needs them);
+# the bench installs @kubernetes/client-node with npm into build/bench/ itself.
+BENCH_DEB_PACKAGES := python3-kubernetes
+bench-packages:
+	$(Q)missing=""; \
+	for p in $(BENCH_DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; \
+	done; \
+	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "kreflect: make bench needs:$$missing; as root: apt-get install -y --no-install-recommends$$missing" >&2; \
+	  exit 1; \
+	fi; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+
+# One build after the other: the variants share the target's mbedTLS library.
+bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(MAKE) --no-print-directory build/kreflect
+	$(Q)+$(MAKE) --no-print-directory relist-variant
+	$(Q)+$(MAKE) --no-print-directory cross
+	$(Q)python3 tests/bench/bench.py
 
 target-bench: $(BENCHES)
 

@@ -840,11 +840,13 @@ class WatchSession:
         try:
             c.start_stream(self.req)
             if bench is not None:
+                self.entry["bench"] = bench["count"]
                 self._fire_faults()
                 buf = memoryview(bench["buffer"])
                 for i in range(0, len(buf), 1 << 20):
                     c._write(buf[i:i + (1 << 20)])
                 self.events += bench["count"]
+                self.entry["events"] = self.events
                 if bench["end"] == "close":
                     raise _EndClean()
                 self.cursor = bench["last_rv"]

@@ -741,6 +741,48 @@ KR_TEST(json, parse_rejects_what_jsmn_lets_through)
 	return 0;
 }
 
+/* Strings are checked a word at a time: a control byte is found at every
+ * offset and alignment, and the bytes around 0x20 and above 0x7f pass. */
+KR_TEST(json, parse_finds_control_bytes_anywhere_in_a_string)
+{
+	static const unsigned char ctl[] = { 0x01, 0x09, 0x0a, 0x1f };
+	static const unsigned char ok[] = { 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xa9, 0xff };
+	char doc[80];
+	size_t pre, len, at, c;
+
+	for (pre = 0; pre < 8; pre++) {
+		for (len = 1; len <= 40; len++) {
+			/* pre spaces shift the string against word boundaries */
+			size_t n, s;
+
+			memset(doc, ' ', pre);
+			n = pre;
+			memcpy(doc + n, "{\"a\":\"", 6);
+			n += 6;
+			s = n;
+			for (at = 0; at < len; at++)
+				doc[n++] = (char)ok[(at + pre) % sizeof(ok)];
+			memcpy(doc + n, "\"}", 2);
+			n += 2;
+			/* 0xc3 0xa9 and lone high bytes are not checked as UTF-8 here */
+			check(kr_json_parse(doc, n, toks, 256) == 3);
+			for (at = 0; at < len; at++) {
+				for (c = 0; c < sizeof(ctl); c++) {
+					char keep = doc[s + at];
+
+					doc[s + at] = (char)ctl[c];
+					if (kr_json_parse(doc, n, toks, 256) != KR_EPROTO) {
+						printf("accepted 0x%02x at %zu of %zu (offset %zu)\n", ctl[c], at, len, pre);
+						check(0);
+					}
+					doc[s + at] = keep;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 KR_TEST(json, parse_accepts_valid_json)
 {
 	static const struct {
