@@ -10,7 +10,8 @@
 #
 # One target per sub-make: TARGET=x86_64 (default, musl), aarch64, armv7 (musl
 # cross) or asan (clang with AddressSanitizer + UndefinedBehaviorSanitizer on
-# glibc, for tests only). PORT=posix chooses port/posix/.
+# glibc, for tests only). PORT=posix chooses port/posix/; PORT=sim the
+# deterministic simulation (port/sim/), built into build/sim/ (make sim).
 
 TARGET ?= x86_64
 PORT ?= posix
@@ -69,7 +70,14 @@ else
 $(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
 endif
 
+# Another port changes every object: its builds get their own directory.
+ifeq ($(PORT),posix)
 O := build/$(TARGET)
+else ifeq ($(TARGET),x86_64)
+O := build/$(PORT)
+else
+O := build/$(TARGET)-$(PORT)
+endif
 STRIP := $(CROSS_COMPILE)strip
 SIZE := $(CROSS_COMPILE)size
 
@@ -129,7 +137,8 @@ MBEDTLS_O := build/$(TARGET)/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
-	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help
+	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help \
+	sim target-sim
 .DEFAULT_GOAL := all
 
 # --- top-level targets ---------------------------------------------------------------
@@ -148,6 +157,8 @@ cross: | $(MBEDTLS_STAMP) $(JSMN_H)
 # output do not interleave.
 test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests
+	$(Q)+$(SUBMAKE) TARGET=x86_64 PORT=sim target-sim
+	$(Q)+$(SUBMAKE) TARGET=asan PORT=sim target-sim
 	$(Q)+$(SUBMAKE) TARGET=asan target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin target-tests
@@ -347,7 +358,8 @@ size: build/kreflect cross
 	done
 
 clean:
-	rm -rf build/x86_64 build/aarch64 build/armv7 build/asan build/fuzz build/kreflect build/test
+	rm -rf build/x86_64 build/aarch64 build/armv7 build/asan build/fuzz build/kreflect build/test \
+	  build/sim build/asan-sim
 
 distclean:
 	rm -rf build
@@ -356,6 +368,33 @@ help:
 	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(MBEDTLS_O)/*.d)
+
+# --- the deterministic simulation (port/sim/, tests/sim/) -----------------------------------
+#
+#   make sim SEEDS=100000   the convergence property test over that many seeds (default 10000);
+#                           build/sim/sim --seed S -v replays one seed with a trace
+#   make sim-asan SEEDS=500 the same under ASan+UBSan (build/asan-sim/sim)
+
+SEEDS ?= 10000
+SIM_SRC := $(wildcard tests/sim/*.c)
+SIM_OBJ := $(patsubst %.c,$(O)/obj/%.o,$(SIM_SRC))
+
+.PHONY: sim-asan
+
+sim: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 PORT=sim target-sim
+	$(Q)build/sim/sim --seeds $(SEEDS)
+
+sim-asan: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=asan PORT=sim target-sim
+	$(Q)build/asan-sim/sim --seeds $(SEEDS)
+
+target-sim: $(O)/sim
+
+$(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 
 # --- measurements: benchmarks, malloc count, relist memory ---------------------------------
 #

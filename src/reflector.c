@@ -1,14 +1,15 @@
 #include "reflector.h"
 
-#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
 
 #define VERY_SHORT_WATCH_MS 1000
 #define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
+#define MAX_MOVE_RETRIES 3             /* at once after a lost tail, then with backoff */
 #define MAX_RETRY_AFTER_S 600          /* a server asking for more is capped */
 #define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
@@ -61,7 +62,7 @@ static void emit_view(struct kr_reflector *r, enum kr_event_type type, const str
 
 static void copy_str(char *dst, size_t size, const char *src)
 {
-	snprintf(dst, size, "%s", src ? src : "");
+	kr_snprintf(dst, size, "%s", src ? src : "");
 }
 
 /* --- waiting ----------------------------------------------------------------------- */
@@ -113,7 +114,7 @@ static void read_status(struct kr_reflector *r, const char *json, const kr_json_
 		/* Long messages are cut, not lost. */
 		size_t len = (size_t)(t[v].end - t[v].start);
 
-		snprintf(r->err_message, sizeof(r->err_message), "%.*s...",
+		kr_snprintf(r->err_message, sizeof(r->err_message), "%.*s...",
 			 (int)(len < sizeof(r->err_message) - 4 ? len : sizeof(r->err_message) - 4),
 			 json + t[v].start);
 	}
@@ -173,8 +174,8 @@ static int read_meta(const char *json, const kr_json_tok *t, int n, int o, struc
 		return KR_EINVAL;
 	if (!name[0])
 		return KR_EINVAL;
-	len = ns[0] ? snprintf(m->key, sizeof(m->key), "%s/%s", ns, name)
-		    : snprintf(m->key, sizeof(m->key), "%s", name);
+	len = ns[0] ? kr_snprintf(m->key, sizeof(m->key), "%s/%s", ns, name)
+		    : kr_snprintf(m->key, sizeof(m->key), "%s", name);
 	if (len < 0 || (size_t)len >= sizeof(m->key))
 		return KR_EINVAL;
 	m->keylen = (size_t)len;
@@ -193,10 +194,31 @@ static int wrong_kind(struct kr_reflector *r, const char *json, const kr_json_to
 	if (v < 0)
 		return 0;
 	if (r->res.group[0])
-		snprintf(api, sizeof(api), "%s/%s", r->res.group, r->res.version);
+		kr_snprintf(api, sizeof(api), "%s/%s", r->res.group, r->res.version);
 	else
-		snprintf(api, sizeof(api), "%s", r->res.version);
+		kr_snprintf(api, sizeof(api), "%s", r->res.version);
 	return !kr_json_str_eq(json, &t[v], api);
+}
+
+/*
+ * Removes metadata.managedFields from object o of json[0..len) in place: every
+ * copy of the key, since a reader that takes the last of repeated keys still
+ * sees one. The last goes first, so that the tokens of the others stay right
+ * (nothing before a removed member moves). Returns the new length.
+ */
+static size_t strip_managed_fields(char *json, size_t len, const kr_json_tok *t, int n, int o)
+{
+	int md = kr_json_find(json, t, n, o, "metadata"), last, k;
+
+	if (md < 0 || t[md].type != KR_JSON_T_OBJECT)
+		return len;
+	for (last = md + 1; last < n && t[last].start < t[md].end; last++)
+		;
+	for (k = last - 2; k > md; k--)
+		if (t[k].parent == md && t[k + 1].parent == k &&
+		    kr_json_str_eq(json, &t[k], "managedFields"))
+			len = kr_json_remove_member(json, len, t, n, k + 1);
+	return len;
 }
 
 /*
@@ -210,23 +232,19 @@ static size_t settle_object(struct kr_reflector *r, char *json, size_t len, kr_j
 	struct kr_reflect *top = r->top;
 	size_t start = (size_t)t[o].start, end = (size_t)t[o].end, objlen;
 	int need_kind = kr_json_find(json, t, n, o, "kind") < 0;
-	int mf = top->opts.keep_managed_fields ? -1 : kr_json_find(json, t, n, o, "metadata.managedFields");
 
-	if (mf >= 0) {
-		size_t newlen = kr_json_remove_member(json, len, t, n, mf);
-
-		end -= len - newlen;
-	}
+	if (!top->opts.keep_managed_fields)
+		end -= len - strip_managed_fields(json, len, t, n, o);
 	objlen = end - start;
 	if (need_kind && objlen >= 2 && objlen + KIND_ROOM <= r->scratch_cap) {
 		char head[KIND_ROOM];
 		int h;
 
 		if (r->res.group[0])
-			h = snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s/%s\"%s",
+			h = kr_snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s/%s\"%s",
 				     r->res.kind, r->res.group, r->res.version, objlen > 2 ? "," : "");
 		else
-			h = snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s\"%s",
+			h = kr_snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s\"%s",
 				     r->res.kind, r->res.version, objlen > 2 ? "," : "");
 		if (h > 0 && (size_t)h < sizeof(head)) {
 			memmove(r->scratch + h, json + start + 1, objlen - 1);
@@ -333,6 +351,7 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	struct kr_reflect *top = r->top;
 	size_t count;
 
+	r->tail_lost_runs = 0;
 	if (r->skipped)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held; keeping their old "
 		       "state rather than deleting it", r->res.name, r->skipped);
@@ -454,9 +473,14 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		apply_object(r, &m, objlen);
 	} else if (strcmp(type, "DELETED") == 0) {
 		size_t objlen = settle_object(r, json, len, t, n, o);
+		struct kr_store_view old;
 
-		/* The server's last state of the object, not ours: it is newer. */
-		if (kr_store_delete(top->store, r->index, m.key, m.keylen, NULL))
+		/*
+		 * The server's last state of the object, not ours: it is newer. Not for
+		 * an object present but not held: the sinks were told DELETED when the
+		 * store dropped it.
+		 */
+		if (kr_store_delete(top->store, r->index, m.key, m.keylen, &old) && old.held)
 			emit(r, KR_EV_DELETED, m.key, m.rv, r->scratch, objlen, 0);
 	} else {
 		kr_log(KR_LOG_WARN, "%s: skipped an event of unknown type %s", r->res.name, type);
@@ -495,8 +519,8 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 		       "(%zu bytes) and its metadata could not be read", r->res.name, size, have);
 		return -1;
 	}
-	len = v[1][0] ? snprintf(m.key, sizeof(m.key), "%s/%s", v[1], v[0])
-		      : snprintf(m.key, sizeof(m.key), "%s", v[0]);
+	len = v[1][0] ? kr_snprintf(m.key, sizeof(m.key), "%s/%s", v[1], v[0])
+		      : kr_snprintf(m.key, sizeof(m.key), "%s", v[0]);
 	if (len < 0 || (size_t)len >= sizeof(m.key)) {
 		r->skipped++;
 		return -1;
@@ -630,9 +654,9 @@ static int lost_by_move(struct kr_reflector *r, size_t kept)
 {
 	if (!r->scratch_moved || kept)
 		return 0;
-	kr_log(KR_LOG_WARN, "%s: another resource's object took the buffer of one in progress; "
+	kr_log(KR_LOG_INFO, "%s: another resource's object took the buffer of one in progress; "
 	       "reading it again", r->res.name);
-	r->stream_error = 1;
+	r->tail_lost = 1;
 	return 1;
 }
 
@@ -679,6 +703,7 @@ static int on_body(void *arg, const char *data, size_t len)
 		len -= used;
 		if (res == KR_JSON_OBJECT) {
 			r->scratch_moved = 0;
+			r->tail_lost_runs = 0;     /* progress: a lost tail may be retried at once */
 			if (watch_event(r, r->framer.len) < 0)
 				return -1;
 		} else if (res == KR_JSON_SKIPPED) {
@@ -736,6 +761,26 @@ static void again_watch_list(struct kr_reflector *r)
 	request(r, REQ_WATCHLIST);
 }
 
+/*
+ * The response was ended because another resource's object took the store's
+ * tail in the middle of one of ours (lost_by_move): the stream was fine, so
+ * the same request goes again at once, without a backoff step or a relist;
+ * after MAX_MOVE_RETRIES in a row without a completed cycle, with backoff,
+ * so that two resources that keep colliding cannot spin.
+ */
+static int again_after_move(struct kr_reflector *r, void (*again)(struct kr_reflector *))
+{
+	if (!r->tail_lost)
+		return 0;
+	if (++r->tail_lost_runs > MAX_MOVE_RETRIES) {
+		r->tail_lost_runs = 0;
+		backoff_then(r, again, "objects of several resources kept colliding");
+	} else {
+		again(r);
+	}
+	return 1;
+}
+
 static void list_done(struct kr_reflector *r)
 {
 	if (r->items.continue_token[0]) {
@@ -765,6 +810,8 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 {
 	char why[320];
 
+	if (again_after_move(r, again_list_page))
+		return;
 	if (err == 0 && r->status == 200 && !r->stream_error) {
 		if (kr_json_items_eof(&r->items) == 0 && r->list_complete) {
 			list_done(r);
@@ -783,10 +830,13 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 	}
 	if (honour_retry_after(r, again_list_page))
 		return;
-	snprintf(why, sizeof(why), "%d %s: %s", r->status, r->err_reason, r->err_message);
+	kr_snprintf(why, sizeof(why), "%d %s: %s", r->status, r->err_reason, r->err_message);
 	/* The pager: an expired continue token -> one full list at the original RV. */
 	if (r->continue_token[0] && strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry) {
 		kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
+		/* A list of its own: what the pages marked seen may be gone by now. */
+		r->gen++;
+		r->skipped = 0;
 		r->list_full_retry = 1;
 		r->continue_token[0] = '\0';
 		r->list_limit = 0;
@@ -831,6 +881,8 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 	char why[320];
 
 	kr_loop_timer_cancel(r->top->loop, &r->deadline);
+	if (again_after_move(r, again_watch_list))
+		return;
 	if (err != 0 && !r->error_event && !r->stream_error && r->events == 0 &&
 	    r->status == 0) {
 		/* Never got an answer (refused, TLS, DNS): back off, try again. */
@@ -853,7 +905,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 			request(r, REQ_WATCHLIST);
 			return;
 		}
-		snprintf(why, sizeof(why), "%d %s", r->status, r->err_reason);
+		kr_snprintf(why, sizeof(why), "%d %s", r->status, r->err_reason);
 		/* 400/405/422: the server says it cannot; remember that. */
 		watch_list_fallback(r, r->status == 400 || r->status == 405 || r->status == 422, why);
 		return;
@@ -868,11 +920,12 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 			request(r, REQ_WATCHLIST);
 			return;
 		}
-		snprintf(why, sizeof(why), "ERROR %d %s", r->err_code, r->err_reason);
+		kr_snprintf(why, sizeof(why), "ERROR %d %s", r->err_code, r->err_reason);
 		watch_list_fallback(r, strstr(r->err_message, "RequestWatchProgress") != NULL, why);
 		return;
 	}
-	if (r->stream_error) {
+	/* Broken JSON, or broken chunking or HTTP framing (conn's KR_EPROTO): the same thing. */
+	if (r->stream_error || err == KR_EPROTO) {
 		watch_list_fallback(r, 0, "malformed stream");
 		return;
 	}
@@ -892,6 +945,8 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	int very_short = lasted < VERY_SHORT_WATCH_MS && r->events == 0;
 	char why[320];
 
+	if (again_after_move(r, again_watch))
+		return;
 	if (r->status != 200 && r->status != 0) {
 		if (honour_retry_after(r, again_watch))
 			return;
@@ -901,7 +956,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 			return;
 		}
 		r->errors++;
-		snprintf(why, sizeof(why), "watch got %d %s: %s", r->status, r->err_reason,
+		kr_snprintf(why, sizeof(why), "watch got %d %s: %s", r->status, r->err_reason,
 			 r->err_message);
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, why);
 		backoff_then(r, start_cycle, why);
@@ -916,8 +971,13 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		backoff_then(r, start_cycle, is_expired(r) ? "watch expired" : "watch ERROR event");
 		return;
 	}
-	if (r->stream_error) {
-		/* Never skip an event: re-watch from the last one applied. */
+	/*
+	 * Broken JSON, or broken chunking or HTTP framing (conn's KR_EPROTO): never
+	 * skip an event: re-watch from the last one applied, after a backoff step,
+	 * or a server or proxy that mangles every stream is asked again at once,
+	 * forever.
+	 */
+	if (r->stream_error || err == KR_EPROTO) {
 		r->errors++;
 		backoff_then(r, again_watch, "malformed watch stream");
 		return;
@@ -1010,11 +1070,12 @@ static void request(struct kr_reflector *r, int kind)
 	memset(&req, 0, sizeof(req));
 	r->status = 0;
 	r->stream_error = 0;
+	r->tail_lost = 0;
 	r->error_event = 0;
 	r->err_code = 0;
 	r->err_reason[0] = r->err_message[0] = '\0';
 	r->err_too_large = 0;
-	snprintf(timeout, sizeof(timeout), "%lld",
+	kr_snprintf(timeout, sizeof(timeout), "%lld",
 		 (long long)kr_rand_range(&top->rand, top->opts.min_watch_timeout_s,
 					  2 * (int64_t)top->opts.min_watch_timeout_s));
 	if (kind == REQ_WATCHLIST || kind == REQ_WATCH) {
@@ -1058,7 +1119,7 @@ static void request(struct kr_reflector *r, int kind)
 		if (r->res.label_selector[0])
 			p[n++] = (struct kr_http_param){ "labelSelector", r->res.label_selector };
 		if (r->list_limit > 0) {
-			snprintf(limit, sizeof(limit), "%d", r->list_limit);
+			kr_snprintf(limit, sizeof(limit), "%d", r->list_limit);
 			p[n++] = (struct kr_http_param){ "limit", limit };
 		}
 		/* A continuation carries no resourceVersion (client-go's pager). */
@@ -1148,7 +1209,7 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 	(void)loop;
 	if (r->phase != KR_PH_WATCHLIST)
 		return;
-	snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
+	kr_snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
 		 r->top->opts.initial_events_timeout_ms);
 	kr_conn_close(&r->conn, why);
 	watch_list_fallback(r, 1, why);

@@ -92,6 +92,8 @@ struct kr_reflector {
 	long retry_after_s;
 	int retry_after_count;
 	int stream_error;              /* the body broke framing or JSON */
+	int tail_lost;                 /* ended: another resource took the tail mid-object */
+	int tail_lost_runs;            /* such ends in a row (reset by a completed sync) */
 	int error_event;               /* an ERROR event arrived: its Status below */
 	int err_code;
 	char err_reason[64];

@@ -78,6 +78,10 @@ case " $* " in
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite malloc sh tests/malloc/run.sh
+	# The deterministic simulation: directed regressions and 1,000 random fault
+	# schedules (make sim SEEDS=N runs more), then a few under ASan+UBSan.
+	run_suite sim build/sim/sim --seeds 1000
+	run_suite sim/asan build/asan-sim/sim --seeds 200 --first 100001
 	;;
 esac
 

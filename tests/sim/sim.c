@@ -1,0 +1,849 @@
+/*
+ * The convergence property test: kreflect's reflector, store, connection,
+ * HTTP and JSON code, unmodified, run against the simulated port (port/sim/)
+ * for one seed after another. Each seed builds a world (server settings,
+ * initial objects, which resources kreflect mirrors and how), runs a random
+ * schedule of writes and faults for simulated hours, then a quiet period, and
+ * checks:
+ *
+ *   (1) the mirror equals the model after 8 quiet minutes and at the end:
+ *       keys, resourceVersions, object bytes
+ *       (an object may be present but not held only when the seed chose an
+ *       arena too small for everything);
+ *   (2) the event stream, folded from empty, equals the same state, and every
+ *       event carries the exact bytes of the server's version it names;
+ *   (3) no DELETED without a prior ADDED, no ADDED for a key already held,
+ *       no event for an unchanged object (after a relist or otherwise), and
+ *       every SYNCED counts what the stream holds;
+ *   (4) after a failure client-go backs off from, the next attempt waits at
+ *       least the backoff's floor, and during an outage no reflector makes
+ *       more than N attempts in any minute (N from the backoff, below);
+ *   (5) the arena's live bytes return to the value the final state implies
+ *       and stay there; compaction leaves exactly that; the store checks out;
+ *
+ * and liveness: every resource synced and watching again, no descriptor
+ * leaked, no connect to an address no lookup returned, no request the server
+ * rejects as malformed, the loop never spinning or waiting forever.
+ *
+ *   sim [--seeds N] [--first S] [--no-regress]
+ *                               the directed regressions (regress.c), then
+ *                               seeds S .. S+N-1 (default 1000 from 1)
+ *   sim --seed S -v             one seed with a full trace on stderr
+ *   sim --regress NAME -v       one regression scenario, traced
+ *
+ * A failing seed prints the property, what differed, and the command that
+ * reproduces it (with this binary: another build runs another schedule for
+ * the same seed). The last line is "N passed, N failed", one per seed or
+ * scenario.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth.h"
+#include "backoff.h"
+#include "kreflect.h"
+#include "kreflect_config.h"
+#include "log.h"
+#include "loop.h"
+#include "reflector.h"
+#include "resource.h"
+#include "driver.h"
+#include "sim/sim.h"
+#include "sink.h"
+#include "store.h"
+
+#if KR_SIM_BACKOFF_FLOOR_MS != KR_BACKOFF_INITIAL_MS
+#error "the simulation's backoff floor must be client-go's first step (src/backoff.h)"
+#endif
+
+#define MAX_RES SIM_MAX_RES
+#define MINUTE_MS 60000
+#define OUTAGE_RING 256
+
+static char arena[KR_ARENA_BYTES] __attribute__((aligned(16)));
+static struct kr_entry entries[KR_MAX_OBJECTS];
+static int32_t buckets[KR_STORE_BUCKETS];
+static struct kr_reflector reflectors[KR_MAX_RESOURCES];
+static struct kr_resource resources[KR_MAX_RESOURCES];
+static struct kr_reflect top;
+static struct kr_auth auth;
+static struct kr_store store;
+static struct kr_loop loop;
+static char expect_buf[KR_SIM_OBJECT_MAX];
+
+/* The stream's view of one object, folded from the events. */
+struct folded {
+	int present;
+	char rv[KR_RV_MAX];
+	uint64_t hash;
+	size_t len;
+};
+
+struct attempt_log {
+	kr_ms_t failed_at;             /* the last failure that requires a wait; -1 none */
+	int min_wait;
+	char failure[96];
+	kr_ms_t outage_t[OUTAGE_RING]; /* attempts during the current storm */
+	unsigned long outage_storm[OUTAGE_RING];
+	int n_outage;
+};
+
+static struct {
+	uint64_t seed;
+	int verbose;
+	struct scenario sc;
+	struct folded fold[MAX_RES][KR_SIM_SLOTS];
+	struct attempt_log att[MAX_RES];
+	int failed;
+	int property;
+	char why[600];
+	kr_ms_t last_now;
+	unsigned long same_time;
+	unsigned long events, attempts, outage_attempts, compactions;
+	int max_per_minute;
+} t;
+
+/* Totals over all seeds. */
+/* This binary, for the reproduce lines: another build runs another schedule for a seed. */
+static const char *self = "build/sim/sim";
+
+static struct {
+	unsigned long seeds, regressions, passed, failed, writes, storms, events, attempts, compactions, not_held;
+	double sim_hours;
+	int shown;
+} total;
+
+static const char *const property_names[] = {
+	"liveness", "(1) mirror == model", "(2) folded event stream == model",
+	"(3) event sanity", "(4) backoff and request rate", "(5) memory returns to its steady value",
+};
+
+__attribute__((format(printf, 2, 3)))
+static void violation(int property, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t.failed)
+		return;
+	t.failed = 1;
+	t.property = property;
+	va_start(ap, fmt);
+	vsnprintf(t.why, sizeof(t.why), fmt, ap);
+	va_end(ap);
+	kr_sim_trace("PROPERTY FAILED: %s: %s", property_names[property], t.why);
+	loop.stop = 1;
+}
+
+static uint64_t fnv(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 0x100000001b3ull;
+	return h;
+}
+
+static int form(void)
+{
+	return t.sc.opts.keep_managed_fields ? KR_SIM_FULL : KR_SIM_CANON;
+}
+
+/* The bytes kreflect should hold for version v of (type, slot), in expect_buf. */
+static size_t expected(int type, int slot, const struct kr_sim_ver *v)
+{
+	return kr_sim_object_json(expect_buf, sizeof(expect_buf), type, slot, v, form());
+}
+
+static int same_bytes(int type, int slot, const struct kr_sim_ver *v, const char *obj, size_t len)
+{
+	size_t n = expected(type, slot, v);
+
+	return n == len && memcmp(expect_buf, obj, n) == 0;
+}
+
+/* --- the sink: property (2) and (3) as events arrive ------------------------------------------- */
+
+/* Which version of the server an event's object must be (by its resourceVersion). */
+static int check_object(int i, int slot, const struct kr_event *ev)
+{
+	int type = t.sc.flt[i].type;
+	const struct kr_sim_event *e;
+	struct kr_sim_ver v;
+	char *end;
+	unsigned long long rv = strtoull(ev->rv, &end, 10);
+
+	if (*end || !(e = kr_sim_event_at(rv)) || e->type != type || e->slot != slot) {
+		violation(3, "%s %s %s: resourceVersion %s is not a write of this object (%zu bytes: %.300s)",
+			  kr_event_name(ev->type), kr_sim_type_plural(type), ev->key, ev->rv, ev->objlen,
+			  ev->obj ? ev->obj : "");
+		return -1;
+	}
+	if (ev->type != KR_EV_DELETED || e->etype != KR_SIM_DELETED) {
+		if (e->etype != KR_SIM_DELETED && same_bytes(type, slot, &e->cur, ev->obj, ev->objlen))
+			return 0;
+		/* A DELETED for an object that left the selection: its last state, the write's rv. */
+		v = e->prev;
+		v.rv = rv;
+		if (ev->type == KR_EV_DELETED && e->prev.present && same_bytes(type, slot, &v, ev->obj, ev->objlen))
+			return 0;
+	} else if (same_bytes(type, slot, &e->cur, ev->obj, ev->objlen)) {
+		return 0;
+	}
+	violation(2, "%s %s %s rv %s: the object's bytes are not the server's (%zu bytes: %.120s)",
+		  kr_event_name(ev->type), kr_sim_type_plural(type), ev->key, ev->rv, ev->objlen, ev->obj);
+	return -1;
+}
+
+static void on_event(void *arg, const struct kr_event *ev)
+{
+	int i = ev->res, type, slot, n, k;
+	struct folded *f;
+
+	(void)arg;
+	t.events++;
+	if (i < 0 || i >= t.sc.nres) {
+		violation(3, "an event for resource %d, which is not configured", i);
+		return;
+	}
+	type = t.sc.flt[i].type;
+	if (ev->type == KR_EV_SYNCED) {
+		for (n = 0, k = 0; k < KR_SIM_SLOTS; k++) {
+			struct kr_store_view v;
+			const char *key = kr_sim_key(type, k);
+
+			/* Present but not held: counted, though the stream was told it is gone. */
+			n += t.fold[i][k].present ||
+			     (kr_store_get(&store, i, key, kr_sim_key_len(type, k), &v) && !v.held);
+		}
+		if ((size_t)n != ev->count)
+			violation(3, "SYNCED %s at %s counts %zu objects, the stream holds %d", ev->resource, ev->rv,
+				  ev->count, n);
+		if (ev->partial)
+			violation(3, "SYNCED %s at %s is partial: objects could not be read", ev->resource, ev->rv);
+		return;
+	}
+	slot = ev->key ? kr_sim_slot_of(type, ev->key, strlen(ev->key)) : -1;
+	if (slot < 0) {
+		violation(3, "%s for %s '%s', a key the server never had", kr_event_name(ev->type),
+			  kr_sim_type_plural(type), ev->key ? ev->key : "(null)");
+		return;
+	}
+	if (!ev->obj || check_object(i, slot, ev) != 0) {
+		if (!ev->obj)
+			violation(3, "%s %s without an object", kr_event_name(ev->type), ev->key);
+		return;
+	}
+	f = &t.fold[i][slot];
+	switch (ev->type) {
+	case KR_EV_ADDED:
+		if (f->present)
+			violation(3, "ADDED %s %s rv %s while the stream holds it at rv %s (no DELETED between)",
+				  kr_sim_type_plural(type), ev->key, ev->rv, f->rv);
+		break;
+	case KR_EV_MODIFIED:
+		if (!f->present)
+			violation(3, "MODIFIED %s %s rv %s, never ADDED", kr_sim_type_plural(type), ev->key, ev->rv);
+		else if (strcmp(f->rv, ev->rv) == 0)
+			violation(3, "MODIFIED %s %s rv %s: an event for an unchanged object", kr_sim_type_plural(type),
+				  ev->key, ev->rv);
+		break;
+	case KR_EV_DELETED:
+		if (!f->present)
+			violation(3, "DELETED %s %s rv %s without a prior ADDED", kr_sim_type_plural(type), ev->key, ev->rv);
+		f->present = 0;
+		return;
+	case KR_EV_RESYNC:
+		if (!f->present || strcmp(f->rv, ev->rv) != 0 || f->hash != fnv(ev->obj, ev->objlen))
+			violation(3, "RESYNC %s %s rv %s is not the object the stream holds (%s)",
+				  kr_sim_type_plural(type), ev->key, ev->rv, f->present ? f->rv : "absent");
+		return;
+	default:
+		violation(3, "an event of unknown type %d", (int)ev->type);
+		return;
+	}
+	f->present = 1;
+	snprintf(f->rv, sizeof(f->rv), "%s", ev->rv);
+	f->hash = fnv(ev->obj, ev->objlen);
+	f->len = ev->objlen;
+}
+
+/* --- observations: property (4) --------------------------------------------------------------- */
+
+/*
+ * N, the most attempts a reflector may make in any minute of one outage.
+ *
+ * In an outage every attempt fails, and every failure is followed by one
+ * step of client-go's backoff, whose k-th wait after a reset is at least
+ * min(0.8 s * 2^(k-1), 30 s) (jitter only lengthens it). A step resets to
+ * 0.8 s only when more than 2 minutes passed since the last reset, so a
+ * minute holds at most one reset: at most steps(R) + steps(60 s - R) waits
+ * end in it, where steps(T) counts the attempts the lower bounds allow in T
+ * starting from a reset. After each wait a reflector makes at most 2
+ * attempts before the next wait: a watch-list and, when the server refuses
+ * it with a 5xx, the LIST it falls back to (a refused or hanging connect is
+ * one attempt). Plus 2 for the start of the outage: a watch that the outage
+ * cut is re-watched at once (a dropped stream is not a failure) and that
+ * attempt may fall back to a LIST.
+ */
+static int steps_in(int64_t span)
+{
+	int64_t d = KR_BACKOFF_INITIAL_MS, sum = 0;
+	int n = 1;
+
+	for (;;) {
+		sum += d;
+		if (sum > span)
+			return n;
+		n++;
+		d = d * 2 > KR_BACKOFF_CAP_MS ? KR_BACKOFF_CAP_MS : d * 2;
+	}
+}
+
+static int max_attempts_per_minute(void)
+{
+	int64_t r;
+	int best = 0;
+
+	for (r = 0; r <= MINUTE_MS; r += 100) {
+		int n = steps_in(r) + steps_in(MINUTE_MS - r);
+
+		if (n > best)
+			best = n;
+	}
+	return 2 * best + 2;
+}
+
+static void attempt(int owner, const struct kr_sim_obs *o)
+{
+	struct attempt_log *a = &t.att[owner];
+
+	t.attempts++;
+	if (a->failed_at >= 0 && o->t - a->failed_at < a->min_wait)
+		violation(4, "%s: the next attempt (%s) came %lld ms after '%s' (at %.3f s); client-go waits at "
+			  "least %d ms", kr_sim_type_plural(t.sc.flt[owner].type), o->what,
+			  (long long)(o->t - a->failed_at), a->failure, (double)a->failed_at / 1000.0, a->min_wait);
+	a->failed_at = -1;
+}
+
+static void outage_attempt(int owner, const struct kr_sim_obs *o)
+{
+	struct attempt_log *a = &t.att[owner];
+	unsigned long storm = kr_sim_chaos_storms();
+	int i, n = 1;
+
+	t.outage_attempts++;
+	for (i = 0; i < a->n_outage; i++)
+		n += a->outage_storm[i] == storm && o->t - a->outage_t[i] < MINUTE_MS;
+	if (n > t.max_per_minute)
+		violation(4, "%s: %d attempts within a minute of an outage (%s), more than %d",
+			  kr_sim_type_plural(t.sc.flt[owner].type), n, kr_sim_weather_name(kr_sim_weather()),
+			  t.max_per_minute);
+	if (a->n_outage == OUTAGE_RING) {
+		memmove(a->outage_t, a->outage_t + 1, (OUTAGE_RING - 1) * sizeof(a->outage_t[0]));
+		memmove(a->outage_storm, a->outage_storm + 1, (OUTAGE_RING - 1) * sizeof(a->outage_storm[0]));
+		a->n_outage--;
+	}
+	a->outage_t[a->n_outage] = o->t;
+	a->outage_storm[a->n_outage] = storm;
+	a->n_outage++;
+}
+
+static void take_observations(void)
+{
+	struct kr_sim_obs o;
+
+	while (kr_sim_obs_take(&o)) {
+		int owner = o.owner >= 0 ? o.owner : kr_sim_owner(o.fd);
+
+		if (owner < 0 || owner >= t.sc.nres)
+			continue;
+		switch (o.kind) {
+		case KR_SIM_OBS_FAILURE: {
+			struct attempt_log *a = &t.att[owner];
+
+			a->failed_at = o.t;
+			a->min_wait = o.min_wait_ms;
+			snprintf(a->failure, sizeof(a->failure), "%s", o.what);
+			/* A connect that failed was an attempt of its own. */
+			if (o.outage && o.req_kind < 0 && strstr(o.what, "connect"))
+				outage_attempt(owner, &o);
+			break;
+		}
+		case KR_SIM_OBS_BAD_ADDRESS:
+			violation(0, "%s: connect to %s, an address no name lookup returned (the server is %s)",
+				  kr_sim_type_plural(t.sc.flt[owner].type), o.what, "kube.sim = 10.96.0.1:6443");
+			attempt(owner, &o);
+			break;
+		case KR_SIM_OBS_PROTOCOL:
+			violation(0, "%s: kreflect sent a request the server rejects as malformed: %s",
+				  kr_sim_type_plural(t.sc.flt[owner].type), o.what);
+			break;
+		case KR_SIM_OBS_REQUEST:
+			attempt(owner, &o);
+			/* A list's later pages belong to the attempt its first page began. */
+			if (o.outage && o.req_kind != 3)
+				outage_attempt(owner, &o);
+			break;
+		default:
+			attempt(owner, &o);
+			break;
+		}
+	}
+}
+
+static void poll_hook(void *arg)
+{
+	kr_ms_t now = kr_port_now_ms();
+	int i;
+
+	(void)arg;
+	for (i = 0; i < top.nrefl; i++) {
+		if (top.refl[i].conn.src.fd >= 0)
+			kr_sim_tag(top.refl[i].conn.src.fd, i);
+		if (top.refl[i].conn.resolve_fd >= 0)
+			kr_sim_tag(top.refl[i].conn.resolve_fd, i);
+	}
+	take_observations();
+	if (now == t.last_now) {
+		if (++t.same_time > 200000)
+			violation(0, "the loop spins: 200000 polls without time passing at %.3f s", (double)now / 1000.0);
+	} else {
+		t.last_now = now;
+		t.same_time = 0;
+	}
+}
+
+/* --- one seed ------------------------------------------------------------------------------------ */
+
+void sim_mirror(struct scenario *sc, int i, int type, int ns, int selop, int tier)
+{
+	struct kr_sim_filter *f = &sc->flt[i];
+	struct kr_resource *res = &resources[i];
+	char err[128];
+
+	f->type = type;
+	f->ns = kr_sim_type_namespaced(type) ? ns : -1;
+	f->selop = selop;
+	f->tier = tier;
+	if (kr_resource_lookup(kr_sim_type_plural(type), res, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sim: %s\n", err);
+		exit(2);
+	}
+	res->all_namespaces = f->ns == -1;
+	snprintf(res->ns, sizeof(res->ns), "%s", f->ns == -2 ? "nowhere" : f->ns >= 0 ? kr_sim_namespace(f->ns) : "default");
+	res->label_selector[0] = '\0';
+	if (selop != KR_SIM_SEL_NONE)
+		snprintf(res->label_selector, sizeof(res->label_selector), "tier%s%s",
+			 selop == KR_SIM_SEL_EQ ? (tier & 1 ? "=" : "==") : "!=", kr_sim_tier(tier));
+	if (sc->nres <= i)
+		sc->nres = i + 1;
+}
+
+/* The defaults of a run: the build's arena, no chaos, ten quiet minutes. */
+static void scenario_defaults(struct scenario *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	kr_reflector_opts_default(&sc->opts);
+	sc->arena_bytes = sizeof(arena);
+	sc->quiet1_ms = 8 * MINUTE_MS;
+	sc->quiet2_ms = 2 * MINUTE_MS;
+}
+
+static void choose_scenario(struct scenario *sc)
+{
+	uint64_t r = kr_sim_below(100);
+	unsigned focus = 0;
+	int i, n = r < 50 ? 1 : r < 80 ? 2 : 3;
+
+	scenario_defaults(sc);
+	for (i = 0; i < n; i++) {
+		int type = (int)kr_sim_below(KR_SIM_NTYPES), ns = -1, selop;
+
+		if (kr_sim_type_namespaced(type) && kr_sim_chance(600))
+			ns = kr_sim_chance(30) ? -2 : (int)kr_sim_below(KR_SIM_NAMESPACES_USED);
+		r = kr_sim_below(100);
+		selop = r < 60 ? KR_SIM_SEL_NONE : r < 85 ? KR_SIM_SEL_EQ : KR_SIM_SEL_NE;
+		sim_mirror(sc, i, type, ns, selop, (int)kr_sim_below(KR_SIM_TIERS));
+		focus |= 1u << type;
+	}
+	kr_sim_chaos_focus(focus);
+	r = kr_sim_below(100);
+	sc->opts.watch_list = r < 30 ? KR_WL_ON : r < 50 ? KR_WL_OFF : KR_WL_AUTO;
+	if (kr_sim_chance(500)) {
+		sc->opts.page_size = (int)kr_sim_range(1, 12);
+		sc->opts.page_size_forced = kr_sim_chance(500);
+	}
+	if (kr_sim_chance(300))
+		sc->opts.min_watch_timeout_s = (int)kr_sim_range(20, 300);
+	if (kr_sim_chance(300))
+		sc->opts.initial_events_timeout_ms = (int)kr_sim_range(3000, 30000);
+	if (kr_sim_chance(300))
+		sc->opts.idle_default_ms = (int)kr_sim_range(20000, 120000);
+	if (kr_sim_chance(100))
+		sc->opts.resync_ms = (int)kr_sim_range(30000, 600000);
+	sc->opts.keep_managed_fields = kr_sim_chance(100);
+	sc->auth = kr_sim_chance(400);
+	if (sc->auth)
+		kr_sim_auth_setup();
+	/* The arena: the build's, or one that compacts often, or one too small for everything. */
+	r = kr_sim_below(100);
+	sc->arena_bytes = r < 55 ? sizeof(arena) : r < 80 ? (size_t)kr_sim_range(512 * 1024, 2048 * 1024)
+			  : (size_t)kr_sim_range(128 * 1024, 512 * 1024);
+	sc->chaos_ms = kr_sim_range(20 * MINUTE_MS, 150 * MINUTE_MS);
+}
+
+/* Runs the loop until virtual time `until`. 0, or -1 when a property failed. */
+static int run_until(kr_ms_t until)
+{
+	while (!t.failed && kr_port_now_ms() < until) {
+		kr_ms_t left = until - kr_port_now_ms();
+
+		if (kr_loop_once(&loop, left > INT_MAX ? INT_MAX : (int)left) < 0)
+			violation(0, "the loop failed at %.3f s: %s", (double)kr_port_now_ms() / 1000.0,
+				  kr_port_last_error());
+	}
+	return t.failed ? -1 : 0;
+}
+
+static size_t steady_bytes(void)
+{
+	size_t sum = 0;
+	int i, slot;
+
+	for (i = 0; i < t.sc.nres; i++) {
+		int type = t.sc.flt[i].type;
+
+		for (slot = 0; slot < KR_SIM_SLOTS; slot++) {
+			const struct kr_sim_ver *v = kr_sim_current(type, slot);
+			char rv[32];
+
+			struct kr_store_view view;
+			const char *key = kr_sim_key(type, slot);
+
+			if (!kr_sim_match(&t.sc.flt[i], type, slot, v))
+				continue;
+			snprintf(rv, sizeof(rv), "%llu", (unsigned long long)v->rv);
+			/* Objects present but not held (a small arena) have a record without bytes. */
+			sum += KR_STORE_RECORD_SIZE(kr_store_get(&store, i, key, strlen(key), &view) && !view.held
+						    ? 0 : expected(type, slot, v), strlen(key), strlen(rv), 36);
+		}
+	}
+	return sum;
+}
+
+/* Liveness, (1) and (2): checked after 8 quiet minutes (the convergence bound) and at the end. */
+static void check_mirror(void)
+{
+	int i, slot;
+
+	/* Liveness: every resource synced and watching again. */
+	for (i = 0; i < t.sc.nres && !t.failed; i++)
+		if (!top.refl[i].synced || top.refl[i].phase != KR_PH_WATCH)
+			violation(0, "%s has not recovered after the quiet period: %s, phase %d, last failure '%s'",
+				  top.refl[i].res.name, top.refl[i].synced ? "synced" : "never synced",
+				  (int)top.refl[i].phase, top.refl[i].conn.reason);
+	if (!t.failed && kr_sim_open_descriptors() > t.sc.nres)
+		violation(0, "%d descriptors open for %d connections", kr_sim_open_descriptors(), t.sc.nres);
+	if (!t.failed && kr_sim_obs_lost())
+		violation(4, "%lu observations lost", kr_sim_obs_lost());
+	if (!t.failed && kr_sim_unsettled())
+		violation(0, "the simulated world did not settle at %lu instants (a server loop)", kr_sim_unsettled());
+	/* (1) and (2) */
+	for (i = 0; i < t.sc.nres && !t.failed; i++) {
+		int type = t.sc.flt[i].type;
+		size_t count = 0;
+
+		for (slot = 0; slot < KR_SIM_SLOTS && !t.failed; slot++) {
+			const struct kr_sim_ver *v = kr_sim_current(type, slot);
+			const char *key = kr_sim_key(type, slot);
+			int want_present = kr_sim_match(&t.sc.flt[i], type, slot, v);
+			struct kr_store_view view;
+			struct folded *f = &t.fold[i][slot];
+			char rv[32];
+			int have = kr_store_get(&store, i, key, strlen(key), &view);
+			size_t n;
+
+			snprintf(rv, sizeof(rv), "%llu", (unsigned long long)v->rv);
+			count += (size_t)want_present;
+			if (have != want_present) {
+				violation(1, "%s %s: the mirror %s it, the server %s", top.refl[i].res.name, key,
+					  have ? "holds" : "lacks", want_present ? "has it at rv " : "does not have it");
+				if (want_present)
+					snprintf(t.why + strlen(t.why), sizeof(t.why) - strlen(t.why), "%s", rv);
+				break;
+			}
+			if (want_present && strcmp(view.rv, rv) != 0) {
+				violation(1, "%s %s: the mirror holds rv %s, the server rv %s", top.refl[i].res.name, key,
+					  view.rv, rv);
+				break;
+			}
+			if (want_present && !view.held) {
+				/* Allowed only when the seed chose an arena too small for everything; the
+				 * stream was told it is gone (DELETED) until it can be held again. */
+				if (t.sc.arena_bytes == sizeof(arena)) {
+					violation(1, "%s %s rv %s is present but not held in a %zu-byte arena",
+						  top.refl[i].res.name, key, rv, t.sc.arena_bytes);
+					break;
+				}
+				if (f->present)
+					violation(2, "%s %s is not held, yet the stream was not told it is gone",
+						  top.refl[i].res.name, key);
+				continue;
+			}
+			if (f->present != want_present) {
+				violation(2, "%s %s: the folded stream %s it, the server %s", top.refl[i].res.name, key,
+					  f->present ? "holds" : "lacks", want_present ? "has it" : "does not");
+				break;
+			}
+			if (!want_present)
+				continue;
+			if (!same_bytes(type, slot, v, view.obj, view.objlen)) {
+				violation(1, "%s %s rv %s: the mirror's bytes differ from the server's (%s)",
+					  top.refl[i].res.name, key, rv, view.held ? "held" : "not held");
+				break;
+			}
+			n = expected(type, slot, v);
+			if (strcmp(f->rv, rv) != 0 || f->len != n || f->hash != fnv(expect_buf, n))
+				violation(2, "%s %s: the folded stream holds rv %s (%zu bytes), the server rv %s (%zu bytes)",
+					  top.refl[i].res.name, key, f->rv, f->len, rv, n);
+		}
+		if (!t.failed && kr_store_count(&store, i) != count)
+			violation(1, "%s: the mirror holds %zu objects, the server %zu", top.refl[i].res.name,
+				  kr_store_count(&store, i), count);
+	}
+}
+
+/* (5): live bytes after 8 quiet minutes (live1) and now equal what the state needs. */
+static void check_memory(size_t live1)
+{
+	size_t live2 = store.used - store.garbage, want = steady_bytes();
+	const char *why = NULL;
+
+	if (!t.failed && (live1 != want || live2 != want))
+		violation(5, "live arena bytes %zu after 8 quiet minutes and %zu at the end; the final state needs %zu",
+			  live1, live2, want);
+	if (!t.failed && kr_store_check(&store, &why) != 0)
+		violation(5, "the store is inconsistent: %s", why);
+	t.compactions = store.compactions;    /* kreflect's own, not the one below */
+	if (!t.failed) {
+		kr_store_compact(&store);
+		if (store.used != want || store.garbage != 0)
+			violation(5, "after compaction the arena uses %zu bytes (%zu garbage); the state needs %zu",
+				  store.used, store.garbage, want);
+	}
+}
+
+/* One run: a random seed (rg NULL) or a directed regression scenario. */
+static int run_world(uint64_t seed, const struct regression *rg)
+{
+	struct kr_conn_cfg cfg;
+	struct kr_sink sink = { on_event, NULL };
+	size_t live1;
+	int i, r;
+
+	memset(&t.sc, 0, sizeof(t.sc));
+	memset(t.fold, 0, sizeof(t.fold));
+	memset(t.att, 0, sizeof(t.att));
+	for (i = 0; i < MAX_RES; i++)
+		t.att[i].failed_at = -1;
+	t.seed = seed;
+	t.failed = 0;
+	t.why[0] = '\0';
+	t.last_now = -1;
+	t.same_time = 0;
+	t.events = t.attempts = t.outage_attempts = t.compactions = 0;
+
+	kr_sim_reset(seed);
+	if (rg) {
+		scenario_defaults(&t.sc);
+		rg->setup(&t.sc);
+	} else {
+		kr_sim_chaos_setup();
+		choose_scenario(&t.sc);
+	}
+	if (t.verbose) {
+		const struct kr_sim_server_settings *st = kr_sim_server();
+
+		kr_sim_trace("seed %llu: %d resources, %zu-byte arena, watch-list %s, page size %d%s, chaos for %lld s",
+			     (unsigned long long)seed, t.sc.nres, t.sc.arena_bytes,
+			     t.sc.opts.watch_list == KR_WL_ON ? "on" : t.sc.opts.watch_list == KR_WL_OFF ? "off" : "auto",
+			     t.sc.opts.page_size, t.sc.opts.page_size_forced ? " (forced)" : "",
+			     (long long)t.sc.chaos_ms / 1000);
+		for (i = 0; i < t.sc.nres; i++)
+			kr_sim_trace("resource %d: %s ns %s selector '%s'", i, resources[i].name,
+				     resources[i].all_namespaces ? "(all)" : resources[i].ns, resources[i].label_selector);
+		kr_sim_trace("server: watch-list gate %d, bookmarks every %d ms, rv0 ignores limit %d, chunked lists %d, "
+			     "idle close %d ms, latency %d-%d ms, tokens %s", st->watch_list, st->bookmark_ms,
+			     st->rv0_ignores_limit, st->list_chunked, st->keepalive_close_ms, st->latency_min_ms,
+			     st->latency_max_ms, st->require_auth ? "required, rotating" : "not required");
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.host, sizeof(cfg.host), "kube.sim");
+	cfg.port = 6443;
+	kr_store_init(&store, arena, t.sc.arena_bytes, entries, KR_MAX_OBJECTS, buckets, KR_STORE_BUCKETS,
+		      KR_STORE_RESERVE);
+	kr_loop_init(&loop);
+	if (kr_loop_signals(&loop, NULL, NULL) != 0) {
+		fprintf(stderr, "sim: unable to open the signal descriptor\n");
+		exit(2);
+	}
+	r = kr_reflect_init(&top, &loop, &store, &cfg, &t.sc.opts, reflectors, resources, t.sc.nres);
+	if (r != 0) {
+		fprintf(stderr, "sim: unable to set up the reflector: %s\n", kr_strerror(r));
+		exit(2);
+	}
+	if (t.sc.auth) {
+		kr_auth_init(&auth);
+		r = kr_auth_set_file(&auth, KR_SIM_TOKEN_FILE);
+		if (r != 0) {
+			fprintf(stderr, "sim: unable to read the token file: %s\n", kr_strerror(r));
+			exit(2);
+		}
+		top.auth = &auth;
+	}
+	kr_reflect_add_sink(&top, &sink);
+	kr_sim_set_poll_hook(poll_hook, NULL);
+	kr_reflect_start(&top);
+	if (t.sc.chaos_ms > 0)
+		kr_sim_chaos_start(0, t.sc.chaos_ms);
+	live1 = 0;
+	if (run_until(t.sc.chaos_ms + t.sc.quiet1_ms) == 0) {
+		live1 = store.used - store.garbage;
+		check_mirror();
+		if (!t.failed && run_until(t.sc.chaos_ms + t.sc.quiet1_ms + t.sc.quiet2_ms) == 0) {
+			check_mirror();
+			check_memory(live1);
+		}
+	}
+	if (!t.failed && rg && rg->check) {
+		const char *why = rg->check(&top);
+
+		if (why)
+			violation(0, "%s", why);
+	}
+	if (!t.compactions)
+		t.compactions = store.compactions;
+	kr_reflect_stop(&top);
+	if (!t.failed && kr_sim_open_descriptors() != 0)
+		violation(0, "%d descriptors still open after every connection was closed", kr_sim_open_descriptors());
+	kr_sim_set_poll_hook(NULL, NULL);
+
+	if (rg)
+		total.regressions++;
+	else
+		total.seeds++;
+	total.writes += kr_sim_chaos_writes();
+	total.storms += kr_sim_chaos_storms();
+	total.events += t.events;
+	total.attempts += t.attempts;
+	total.sim_hours += (double)kr_port_now_ms() / 3600000.0;
+	total.compactions += t.compactions;
+	total.not_held += store.not_held;
+	if (t.failed) {
+		total.failed++;
+		if (rg) {
+			printf("FAIL regression %s (%s) at %.3f s: %s: %s\n", rg->name, rg->guards,
+			       (double)kr_port_now_ms() / 1000.0, property_names[t.property], t.why);
+			printf("  reproduce: %s --regress %s -v\n", self, rg->name);
+		} else if (total.shown++ < 20) {
+			printf("FAIL seed %llu at %.3f s: %s: %s\n", (unsigned long long)seed,
+			       (double)kr_port_now_ms() / 1000.0, property_names[t.property], t.why);
+			printf("  reproduce: %s --seed %llu -v\n", self, (unsigned long long)seed);
+		}
+		fflush(stdout);
+		return -1;
+	}
+	total.passed++;
+	if (rg)
+		printf("ok regression %s: %s\n", rg->name, rg->guards);
+	else if (t.verbose)
+		printf("ok seed %llu: %lu events, %lu attempts (%lu in outages), %lu writes, %lu storms, %lu compactions\n",
+		       (unsigned long long)seed, t.events, t.attempts, t.outage_attempts, kr_sim_chaos_writes(),
+		       kr_sim_chaos_storms(), t.compactions);
+	return 0;
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: sim [--seeds N] [--first S] [--no-regress] | --seed S [-v] | --regress NAME [-v]\n");
+	exit(2);
+}
+
+static uint64_t number(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		usage();
+	v = strtoull(s, &end, 10);
+	if (*end)
+		usage();
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t first = 1, count = 1000, s;
+	const struct regression *rg;
+	const char *only = NULL;
+	size_t nrg, k;
+	double t0, dt;
+	int i, regress = 1;
+
+	if (argc > 0 && argv[0][0])
+		self = argv[0];
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
+			count = number(argv[++i]);
+		else if (strcmp(argv[i], "--first") == 0 && i + 1 < argc)
+			first = number(argv[++i]);
+		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+			first = number(argv[++i]);
+			count = 1;
+			regress = 0;
+		} else if (strcmp(argv[i], "--regress") == 0 && i + 1 < argc) {
+			only = argv[++i];
+			count = 0;
+		} else if (strcmp(argv[i], "--no-regress") == 0)
+			regress = 0;
+		else if (strcmp(argv[i], "-v") == 0)
+			t.verbose = 1;
+		else
+			usage();
+	}
+	kr_sim_set_trace(t.verbose);
+	kr_log_set_level(t.verbose ? KR_LOG_TRACE : -1);
+	t.max_per_minute = max_attempts_per_minute();
+	rg = sim_regressions(&nrg);
+	for (k = 0; k < nrg && (regress || only); k++)
+		if (!only || strcmp(only, rg[k].name) == 0)
+			run_world(1, &rg[k]);
+	if (only && total.regressions == 0) {
+		fprintf(stderr, "sim: no regression scenario named '%s'\n", only);
+		return 2;
+	}
+	t0 = seconds();
+	for (s = first; s < first + count; s++)
+		run_world(s, NULL);
+	dt = seconds() - t0;
+	printf("sim: %lu regression scenarios; %lu seeds in %.2f s (%.0f seeds/s); %.0f simulated hours, %lu writes, %lu storms, "
+	       "%lu events, %lu attempts, %lu compactions, %lu objects not held at the end; "
+	       "at most %d attempts per outage minute allowed\n",
+	       total.regressions, total.seeds, dt, dt > 0 ? (double)total.seeds / dt : 0.0, total.sim_hours, total.writes,
+	       total.storms, total.events, total.attempts, total.compactions, total.not_held, t.max_per_minute);
+	printf("%lu passed, %lu failed\n", total.passed, total.failed);
+	return total.failed ? 1 : 0;
+}
