@@ -13,32 +13,21 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 target=${1:-x86_64}
 [ $# -gt 0 ] && shift
-case "$target" in
-x86_64) bin=build/kreflect ;;
-*) bin=build/$target/kreflect ;;
-esac
-fail_setup() {
-	echo "FAIL setup: $1"
-	echo "0 passed, 1 failed"
-	exit 1
-}
-[ -x "$bin" ] || fail_setup "$bin is not built (make, or make TARGET=$target target-bin)"
+. tests/e2e/target.sh
+kr_pick_binary "$target"
 # The reader runs on the build machine whatever the target.
 mkdir -p build/test "build/test/files-$target"
 cc -O2 -Wall -Wextra -Werror -o build/test/files-reader tests/files/reader.c ||
-	fail_setup "cannot build tests/files/reader.c"
+	kr_setup_fail "cannot build tests/files/reader.c"
 # The harness names its artifacts directory after the binary's directory:
 # the binary is reached through build/test/files-TARGET/kreflect, a link (or
 # for ARM a wrapper that execs qemu-user: same pid, same signals).
 w=build/test/files-$target/kreflect
 rm -f "$w"
-case "$target" in
-aarch64 | armv7)
-	q=qemu-aarch64
-	[ "$target" = armv7 ] && q=qemu-arm
-	printf '#!/bin/sh\nexec %s %s/%s "$@"\n' "$q" "$PWD" "$bin" >"$w"
+if [ -n "$qemu" ]; then
+	printf '#!/bin/sh\nexec %s %s/%s "$@"\n' "$qemu" "$PWD" "$bin" >"$w"
 	chmod +x "$w"
-	;;
-*) ln -s "$PWD/$bin" "$w" ;;
-esac
+else
+	ln -s "$PWD/$bin" "$w"
+fi
 exec python3 tests/files/test_files.py "$w" "$@"

@@ -13,25 +13,11 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 target=${1:-x86_64}
 [ $# -gt 0 ] && shift
-case "$target" in
-x86_64) bin=build/kreflect ;;
-*) bin=build/$target/kreflect ;;
-esac
-if [ ! -x "$bin" ]; then
-	echo "FAIL setup: $bin is not built (make, or make TARGET=$target target-bin)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null; then
-	echo "FAIL setup: the PID-namespace scenarios need root and unshare (util-linux)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-q=
-case "$target" in
-aarch64) q=qemu-aarch64 ;;
-armv7) q=qemu-arm ;;
-esac
+. tests/e2e/target.sh
+kr_pick_binary "$target"
+[ "$(id -u)" = 0 ] && command -v unshare >/dev/null ||
+	kr_setup_fail "the PID-namespace scenarios need root and unshare (util-linux)"
+q=$qemu
 # The binary the harness runs: it execs kreflect (under qemu-user for ARM; same
 # pid, same signals); an argument --test-pid1 (removed) makes it PID 1 of a new
 # PID namespace instead, with its own /proc.
