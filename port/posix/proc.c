@@ -16,6 +16,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/*
+ * In a child before exec: every signal unblocked (the parent blocks them for
+ * its signalfd) and at its default action. An ignored signal stays ignored
+ * across exec, so a kreflect started ignoring SIGHUP (nohup) or SIGPIPE (its
+ * own sockets) would hand that on, and an application under supervision
+ * could not be told to reload.
+ */
+static void child_signals(void)
+{
+	sigset_t none;
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
 		  size_t len)
 {
@@ -37,13 +56,9 @@ int kr_port_spawn(const char *const *argv, const char *const *env, const void *s
 		return -1;
 	}
 	if (pid == 0) {
-		sigset_t none;
 		size_t i;
 
-		/* The parent blocks signals for its signalfd: the child gets them back. */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
+		child_signals();
 		if (dup2(p[0], 0) < 0)
 			_exit(127);
 		for (i = 0; env && env[i]; i++)
@@ -73,11 +88,7 @@ int kr_port_start(const char *const *argv, char *why, size_t size)
 		return KR_EIO;
 	}
 	if (pid == 0) {
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
+		child_signals();
 		close(p[0]);
 		execvp(argv[0], (char *const *)argv);
 		/* Only reached when exec failed: tell the parent why. */

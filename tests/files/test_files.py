@@ -46,6 +46,11 @@ MANIFEST = ".kreflect-manifest"
 ANN = "kreflect.io/target-dir"
 
 
+def default_signals():
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class FilesScenario(e2e.Scenario):
     """The e2e scenario, plus helper processes stopped at cleanup."""
 
@@ -57,8 +62,11 @@ class FilesScenario(e2e.Scenario):
         return os.path.join(self.dir, *parts)
 
     def spawn(self, cmd, **kw):
-        """A helper process in its own process group (killed whole at cleanup)."""
-        p = subprocess.Popen(cmd, start_new_session=True, **kw)
+        """A helper process in its own process group (killed whole at cleanup),
+        with the signals the tests send at their default action: a test run
+        under nohup would otherwise hand on an ignored SIGHUP, which a shell
+        cannot trap."""
+        p = subprocess.Popen(cmd, start_new_session=True, preexec_fn=default_signals, **kw)
         e2e.remember(p)
         self.procs.append(p)
         return p

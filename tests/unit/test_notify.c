@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kreflect.h"
@@ -198,5 +199,31 @@ KR_TEST(notify, every_resource_must_sync_not_one_twice)
 	check(kr_debounce_count(&d, &sec) == 1);
 	check(d.ready);
 	check(kr_debounce_count(&d, &sec) == 0);  /* only the first time */
+	return 0;
+}
+
+/* A child starts with every signal at its default action, even those kreflect ignores. */
+KR_TEST(notify, children_do_not_inherit_ignored_signals)
+{
+	char path[] = "/tmp/kr-sigign-XXXXXX", cmd[200], out[256];
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	int fd = mkstemp(path), pid, code = -1, i;
+	unsigned long long mask;
+	void (*old)(int) = signal(SIGHUP, SIG_IGN);
+
+	check(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "grep SigIgn /proc/$$/status > %s", path);
+	pid = kr_port_spawn(argv, NULL, NULL, 0);
+	signal(SIGHUP, old);
+	check(pid > 0);
+	for (i = 0; i < 500 && kr_port_reap(&code) != pid; i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	check(code == 0);
+	check(read_out(path, out, sizeof(out)) > 0);
+	unlink(path);
+	check(sscanf(out, "SigIgn: %llx", &mask) == 1);
+	check((mask & (1ULL << (SIGHUP - 1))) == 0);
+	check((mask & (1ULL << (SIGPIPE - 1))) == 0);
 	return 0;
 }
