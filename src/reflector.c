@@ -703,7 +703,8 @@ static int on_body(void *arg, const char *data, size_t len)
 		len -= used;
 		if (res == KR_JSON_OBJECT) {
 			r->scratch_moved = 0;
-			r->tail_lost_runs = 0;     /* progress: a lost tail may be retried at once */
+			if (r->phase == KR_PH_WATCH)
+				r->tail_lost_runs = 0; /* progress that a re-watch keeps */
 			if (watch_event(r, r->framer.len) < 0)
 				return -1;
 		} else if (res == KR_JSON_SKIPPED) {
@@ -764,9 +765,10 @@ static void again_watch_list(struct kr_reflector *r)
 /*
  * The response was ended because another resource's object took the store's
  * tail in the middle of one of ours (lost_by_move): the stream was fine, so
- * the same request goes again at once, without a backoff step or a relist;
- * after MAX_MOVE_RETRIES in a row without a completed cycle, with backoff,
- * so that two resources that keep colliding cannot spin.
+ * the same request goes again without a backoff step or a relist, after a
+ * short random wait (up to 0.2, 0.4, 0.8 s) so that resources that collided
+ * do not start together and collide again; after MAX_MOVE_RETRIES in a row
+ * without progress, with backoff.
  */
 static int again_after_move(struct kr_reflector *r, void (*again)(struct kr_reflector *))
 {
@@ -776,7 +778,7 @@ static int again_after_move(struct kr_reflector *r, void (*again)(struct kr_refl
 		r->tail_lost_runs = 0;
 		backoff_then(r, again, "objects of several resources kept colliding");
 	} else {
-		again(r);
+		wait_then(r, kr_rand_range(&r->top->rand, 1, 100LL << r->tail_lost_runs), again);
 	}
 	return 1;
 }
