@@ -130,6 +130,14 @@ FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRC))
 FUZZERS := $(patsubst %,$(O)/fuzz/%,$(FUZZ_NAMES))
 REPLAYS := $(patsubst %,$(O)/tests/replay_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 60
+# Targets that run the whole reflector on the scripted network of
+# tests/fuzz/netsim.h get the port's clock and socket calls replaced at link time.
+comma := ,
+NETSIM_WRAP := $(patsubst %,-Wl$(comma)--wrap=%,kr_port_now_ms kr_port_wall_seconds \
+	kr_port_resolve_start kr_port_tcp_connect kr_port_connect_result kr_port_send \
+	kr_port_recv kr_port_close kr_port_last_error kr_port_poll kr_port_log_write)
+FUZZ_LDFLAGS_watch_path := $(NETSIM_WRAP)
+FUZZ_LDFLAGS_event_apply := $(NETSIM_WRAP)
 
 # mbedTLS depends only on the target and its config, not on O or our flags:
 # variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
@@ -169,28 +177,17 @@ demo: build/kreflect
 	$(Q)sh tests/demo/run.sh
 
 # libFuzzer with ASan+UBSan on every target in tests/fuzz/, FUZZ_SECONDS each,
-# starting from tests/corpus/NAME/ and writing what it learns to build/fuzz/NAME/.
+# one after the other, with its dictionaries (tests/fuzz/run.sh), starting from
+# tests/corpus/NAME/ and writing what it learns to build/fuzz-corpus/NAME/.
 fuzz: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=fuzz target-fuzz
-	$(Q)for n in $(FUZZ_NAMES); do \
-	  mkdir -p build/fuzz-corpus/$$n tests/corpus/$$n; \
-	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
-	  echo "  FUZZ    $$n for $(FUZZ_SECONDS) s"; \
-	  build/fuzz/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dict \
-	    -artifact_prefix=build/fuzz-corpus/$$n- build/fuzz-corpus/$$n tests/corpus/$$n \
-	    > build/fuzz-corpus/$$n.log 2>&1 || { tail -40 build/fuzz-corpus/$$n.log; exit 1; }; \
-	  grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|cov:' build/fuzz-corpus/$$n.log | tail -3; \
-	done
+	$(Q)sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
-# Keeps tests/corpus/NAME minimal: only inputs that add coverage stay.
+# Keeps tests/corpus/NAME minimal (tests/fuzz/merge.sh): hash-named inputs only
+# if they cover an edge nothing else does; named ones (seeds, past crashes) always.
 fuzz-merge: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=fuzz target-fuzz
-	$(Q)for n in $(FUZZ_NAMES); do \
-	  rm -rf build/fuzz-min/$$n && mkdir -p build/fuzz-min/$$n && \
-	  build/fuzz/fuzz/$$n -merge=1 build/fuzz-min/$$n tests/corpus/$$n build/fuzz-corpus/$$n >/dev/null 2>&1 && \
-	  rm -rf tests/corpus/$$n && mv build/fuzz-min/$$n tests/corpus/$$n && \
-	  echo "  $$n: $$(ls tests/corpus/$$n | wc -l) inputs"; \
-	done
+	$(Q)sh tests/fuzz/merge.sh $(FUZZ_NAMES)
 
 test-cross: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
@@ -228,12 +225,12 @@ $(O)/tests/%: $(O)/obj/tests/tools/%.o $(OBJ) $(MBEDTLS_LIB)
 $(O)/tests/replay_%: $(O)/obj/tests/fuzz/fuzz_%.o $(O)/obj/tests/fuzz/replay.o $(OBJ) $(MBEDTLS_LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS_$*) -o $@ $^
 
 $(O)/fuzz/%: $(O)/obj/tests/fuzz/fuzz_%.o $(OBJ) $(MBEDTLS_LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^
+	$(Q)$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS_$*) -fsanitize=fuzzer -o $@ $^
 
 # A change of compiler or flags rebuilds everything of that target.
 FLAGS_LINE := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)

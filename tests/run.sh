@@ -78,6 +78,8 @@ case " $* " in
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite malloc sh tests/malloc/run.sh
+	# The end-to-end suite once more, the host binary under valgrind's memcheck.
+	run_suite e2e/valgrind sh tests/e2e/run.sh valgrind
 	# The deterministic simulation: directed regressions and 1,000 random fault
 	# schedules (make sim SEEDS=N runs more), then a few under ASan+UBSan.
 	run_suite sim build/sim/sim --seeds 1000

@@ -405,7 +405,11 @@ static void check_find_path(const char *s, int n, int v)
 		pl += (size_t)kl;
 		path[pl++] = i ? '.' : 0;
 	}
-	/* Same as stepping with find_key (checked above); v itself unless a duplicate key came first. */
+	/*
+	 * Same as stepping with find_key (checked above): v itself unless a
+	 * duplicate key came first, and then no later than v, or nothing (-1)
+	 * when the first of the duplicates has no such path under it.
+	 */
 	cur = 0;
 	for (i = depth - 1; i >= 0 && cur >= 0; i--) {
 		long kl = ref_unescape(s + toks[chain[i]].start,
@@ -413,7 +417,7 @@ static void check_find_path(const char *s, int n, int v)
 
 		cur = kr_json_find_key(s, toks, n, cur, key, (size_t)kl);
 	}
-	if (cur < 0 || kr_json_find(s, toks, n, 0, path) != cur || cur > v)
+	if (kr_json_find(s, toks, n, 0, path) != cur || cur > v)
 		abort();
 }
 
