@@ -10,6 +10,7 @@
 #define VERY_SHORT_WATCH_MS 1000
 #define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
 #define MAX_MOVE_RETRIES 3             /* at once after a lost tail, then with backoff */
+#define WL_DEADLINE_CAP 10             /* initial events: at most 10 quiet times in all */
 #define MAX_RETRY_AFTER_S 600          /* a server asking for more is capped */
 #define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
@@ -464,9 +465,17 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		return 0;
 	}
 	r->events++;
-	if (r->phase == KR_PH_WATCHLIST)
-		kr_loop_timer_at(top->loop, &r->deadline,
-				 kr_port_now_ms() + top->opts.initial_events_timeout_ms);
+	if (r->phase == KR_PH_WATCHLIST) {
+		/*
+		 * Events keep a stream that never sends the end bookmark open: quiet
+		 * time alone would never run out while the resource is busy. It is
+		 * bounded by WL_DEADLINE_CAP times the quiet time from the start.
+		 */
+		kr_ms_t quiet = kr_port_now_ms() + top->opts.initial_events_timeout_ms;
+		kr_ms_t cap = r->watch_start + WL_DEADLINE_CAP * (kr_ms_t)top->opts.initial_events_timeout_ms;
+
+		kr_loop_timer_at(top->loop, &r->deadline, quiet < cap ? quiet : cap);
+	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 		size_t objlen = settle_object(r, json, len, t, n, o);
 
@@ -1211,8 +1220,12 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 	(void)loop;
 	if (r->phase != KR_PH_WATCHLIST)
 		return;
-	kr_snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
-		 r->top->opts.initial_events_timeout_ms);
+	if (kr_port_now_ms() - r->watch_start >= WL_DEADLINE_CAP * (kr_ms_t)r->top->opts.initial_events_timeout_ms)
+		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark within %lld ms of events",
+			    (long long)(kr_port_now_ms() - r->watch_start));
+	else
+		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
+			    r->top->opts.initial_events_timeout_ms);
 	kr_conn_close(&r->conn, why);
 	watch_list_fallback(r, 1, why);
 }

@@ -825,6 +825,39 @@ def t_watchlist_a(s):
     check("watch-list" in kr.stderr(), "stderr does not explain the watch-list fallback")
 
 
+@scenario("WatchListNoBookmarkBusyResourceFallsBack", 8)
+def t_watchlist_no_bookmark_busy(s):
+    """A watch-list that never sends its end bookmark on a resource that
+    changes faster than the quiet time: the events keep it from being quiet,
+    so the deadline is also capped at 10 quiet times from the start (found
+    by make soak)."""
+    s.server("--initial", 3)
+    s.ctl.fault(kind="initial_events_end", value=None, count=1)
+    kr = s.kreflect("--initial-events-timeout", "1")
+    t0 = time.monotonic()
+    stop = threading.Event()
+
+    def churn():
+        i = 0
+        while not stop.is_set():
+            s.create("busy-%d" % i)
+            i += 1
+            stop.wait(0.3)
+
+    th = threading.Thread(target=churn, daemon=True)
+    th.start()
+    try:
+        kr.wait_synced(1, timeout=20)
+    finally:
+        stop.set()
+        th.join(5)
+    waited = time.monotonic() - t0
+    check(waited >= 9, "synced after %.1f s, before the 10 s cap" % waited)
+    check("within" in kr.stderr(), "stderr does not say the bookmark did not come in time")
+    s.settle()
+    s.check_mirror(kr)
+
+
 @scenario("TestWatchList/c-error-falls-back-not-remembered", 4)
 def t_watchlist_c(s):
     s.server("--initial", 3)
