@@ -265,7 +265,14 @@ static struct kr_dirsink_entry *add_entry(struct kr_dirsink *d, const char *res,
 
 	if (d->nlive >= d->max_files)
 		return NULL;
-	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names))
+	/*
+	 * Also as soon as the dead outweigh the live: a long run of changes
+	 * would otherwise walk through the whole (static) manifest before the
+	 * first compaction and leave every page of it resident (make soak).
+	 */
+	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names) ||
+	    d->nentries - d->nlive > d->nlive + 64 ||
+	    d->names_garbage > d->names_used - d->names_garbage + 4096)
 		compact_names(d);
 	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names))
 		return NULL;

@@ -846,3 +846,24 @@ DIR_TEST(changes_list_is_bounded_and_deduplicated)
 	check(kr_dirsink_take_changes(&D, collect, &c) == 0);
 	return 0;
 }
+
+/* Churn does not walk through the whole manifest: the dead never outweigh the live by much. */
+DIR_TEST(manifest_compacts_as_the_dead_outweigh_the_live)
+{
+	char data[64], name[16];
+	int i;
+
+	check(open_sink(0, 0) == 0);
+	for (i = 0; i < 3000; i++) {
+		snprintf(data, sizeof(data), "\"data\":{\"k%d\":\"v\",\"stay\":\"s\"}", i);
+		send(KR_EV_MODIFIED, "configmaps", "default/c", cm("c", NULL, data));
+		check(D.nlive == 2);
+		check(D.nentries <= 2 * D.nlive + 66);
+		check(D.names_garbage <= D.names_used - D.names_garbage + 4096 + 64);
+	}
+	check(holds_str("k2999", "v") && holds_str("stay", "s"));
+	snprintf(name, sizeof(name), "k%d", 2998);
+	check(access(at(name), F_OK) != 0);
+	check(kr_dirsink_files(&D) == 2);
+	return 0;
+}
