@@ -472,3 +472,16 @@ $(MALLOC_BIN): $(MAIN_OBJ) $(OBJ) $(O)/obj/tests/malloc/malloc_count.o $(MBEDTLS
 ifeq ($(TARGET),x86_64)
 target-tests: $(MALLOC_BIN)
 endif
+
+# --- soak: the real binary against the test API server for MINUTES (tests/soak/soak.py) ---------
+#
+#   make soak MINUTES=30   changes and a fault every minute; samples RSS, descriptors and arena
+#                          into build/soak/soak.csv, plots build/soak/soak.svg; fails if RSS or
+#                          descriptors grow after minute 2 or the mirror differs from the server
+
+MINUTES ?= 5
+
+.PHONY: soak
+
+soak: build/kreflect
+	$(Q)python3 tests/soak/soak.py --minutes $(MINUTES)
