@@ -22,9 +22,7 @@ files() {
 		[ -f "$f" ] && printf ' %s=%s' "${f##*/}" "$(cat "$f")"
 	done
 }
-echo "start $$ $(now)$(files)" >>"$log"
-# A double fork: the sleep's parent exits at once, so PID 1 inherits it.
-(sleep 0.3 & echo "orphan $!" >>"$log")
+# The traps first: a test that sees the start line may signal at once.
 trap 'echo "hup $(now)$(files)" >>"$log"' HUP
 trap 'echo "usr1 $(now)" >>"$log"' USR1
 trap 'echo "int $(now)" >>"$log"; exit 0' INT
@@ -33,6 +31,9 @@ if [ "$mode" = ignore-term ]; then
 else
 	trap 'echo "term $(now)" >>"$log"; exit 0' TERM
 fi
+echo "start $$ $(now)$(files)" >>"$log"
+# A double fork: the sleep's parent exits at once, so PID 1 inherits it.
+(sleep 0.3 & echo "orphan $!" >>"$log")
 case $mode in
 exit3) sleep 0.5; exit 3 ;;
 kill9) sleep 0.5; kill -9 $$ ;;
