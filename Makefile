@@ -115,7 +115,7 @@ MBEDTLS_CFLAGS := -std=c99 $(OPT) $(ARCH_FLAGS) $(HARDEN) -MMD -MP -w
 
 # --- sources ----------------------------------------------------------------------
 
-SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard port/$(PORT)/*.c)
+SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard port/$(PORT)/*.c) $(wildcard port/common/*.c)
 OBJ := $(patsubst %.c,$(O)/obj/%.o,$(SRC))
 MAIN_OBJ := $(O)/obj/src/main.o
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -338,12 +338,12 @@ lint:
 	$(Q)bad=$$(grep -n -E '\b(malloc|calloc|realloc|free|strdup)\s*\(' src/*.c port/*/*.c 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "kreflect: heap calls in src/ or port/:" >&2; echo "$$bad" >&2; exit 1; fi
 	$(Q)bad=$$(grep -n -E '(^|[^_a-z])(v?s?n?printf|fprintf|vfprintf|dprintf|puts|fputs|inet_ntop)\s*\(' \
-	  src/*.c port/posix/*.c 2>/dev/null); \
+	  src/*.c port/posix/*.c port/common/*.c 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "kreflect: stdio formatting in src/ or port/posix/ (use kr_snprintf," \
 	  "src/fmt.h: the C library's printf engine would add 12 KB to the binary):" >&2; echo "$$bad" >&2; exit 1; fi
 	$(Q)cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	  --inline-suppr -Iconfig -Iport -Isrc -DKR_TARGET='"lint"' \
-	  --suppress=missingIncludeSystem src port/$(PORT)
+	  --suppress=missingIncludeSystem src port/$(PORT) port/common
 	@echo "lint: no banned calls, no heap calls, cppcheck clean"
 
 size: build/kreflect cross

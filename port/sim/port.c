@@ -30,32 +30,6 @@ int kr_port_entropy(void *ctx, unsigned char *out, size_t len, size_t *olen)
 	return 0;
 }
 
-int kr_port_parse_ip(const char *host, uint16_t port, struct kr_addr *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->port = port;
-	if (inet_pton(AF_INET, host, out->ip) == 1) {
-		out->family = 4;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, out->ip) == 1) {
-		out->family = 6;
-		return 0;
-	}
-	return -1;
-}
-
-void kr_port_addr_format(const struct kr_addr *addr, char *buf, size_t size)
-{
-	char ip[INET6_ADDRSTRLEN];
-
-	if (size == 0)
-		return;
-	if (!inet_ntop(addr->family == 6 ? AF_INET6 : AF_INET, addr->ip, ip, sizeof(ip)))
-		snprintf(ip, sizeof(ip), "?");
-	snprintf(buf, size, addr->family == 6 ? "[%s]:%u" : "%s:%u", ip, (unsigned)addr->port);
-}
-
 /*
  * The contract says the discarded bytes hold nothing worth keeping; posix
  * gives back whole pages (they read as zeros). Here every byte is poisoned,
