@@ -355,6 +355,21 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 	}
 }
 
+/* The outputs main can add: --dir, --exec/--signal, --http-post, -- PROGRAM, JSON lines. */
+#define MAIN_SINKS 5
+_Static_assert(KR_MAX_SINKS >= MAIN_SINKS, "every output main can add needs a sink slot");
+
+/* Adds an output; a full table would drop events silently, so it is fatal. */
+static int add_sink(void (*event)(void *arg, const struct kr_event *ev), void *arg)
+{
+	struct kr_sink sink = { event, arg };
+
+	if (kr_reflect_add_sink(&top, &sink) == 0)
+		return 0;
+	kr_dprintf(2, "kreflect: too many outputs for KR_MAX_SINKS (%d)\n", KR_MAX_SINKS);
+	return -1;
+}
+
 static int once_failed;
 static int once_hooks;                 /* --once: synced; the hooks are running */
 
@@ -826,7 +841,6 @@ int main(int argc, char **argv)
 	struct options o;
 	struct kr_conn_cfg cfg;
 	struct kr_tls_opts topts;
-	struct kr_sink sink;
 	struct kr_timer once_timer;
 	char err[256];
 	size_t used = 0, ndef, i;
@@ -984,18 +998,16 @@ int main(int argc, char **argv)
 			kr_dprintf(2, "kreflect: --dir %s: %s\n", o.dir.path, err);
 			return EXIT_USAGE;
 		}
-		sink.event = kr_dirsink_event;
-		sink.arg = &dirsink;
-		kr_reflect_add_sink(&top, &sink);
+		if (add_sink(kr_dirsink_event, &dirsink) != 0)
+			return EXIT_FATAL;
 	}
 	if (o.notify.exec || o.notify.signal) {
 		o.notify.resources = nres;
 		if (kr_notify_init(&notify, &loop, &o.notify, err, sizeof(err)) != 0)
 			return usage_error("--exec: %s", err);
-		sink.event = kr_notify_event;
-		sink.arg = &notify;
 		/* After the files: a notification means they are in place. */
-		kr_reflect_add_sink(&top, &sink);
+		if (add_sink(kr_notify_event, &notify) != 0)
+			return EXIT_FATAL;
 		notify_on = 1;
 	}
 	if (o.http_post) {
@@ -1005,9 +1017,8 @@ int main(int argc, char **argv)
 		if (!kr_http_post_loopback(&post))
 			kr_log(KR_LOG_WARN, "--http-post to %s: not a loopback address; the changed keys "
 			       "travel unencrypted", post.url);
-		sink.event = kr_http_post_event;
-		sink.arg = &post;
-		kr_reflect_add_sink(&top, &sink);
+		if (add_sink(kr_http_post_event, &post) != 0)
+			return EXIT_FATAL;
 		post_on = 1;
 	}
 	if (o.sup.argv) {
@@ -1016,17 +1027,15 @@ int main(int argc, char **argv)
 		o.sup.on_end = on_program_end;
 		if (kr_supervise_init(&sup, &loop, &o.sup, err, sizeof(err)) != 0)
 			return usage_error("-- PROGRAM: %s", err);
-		sink.event = kr_supervise_event;
-		sink.arg = &sup;
 		/* After the files and hooks: the program starts with everything in place. */
-		kr_reflect_add_sink(&top, &sink);
+		if (add_sink(kr_supervise_event, &sup) != 0)
+			return EXIT_FATAL;
 		sup_on = 1;
 	}
 	if (!o.output_none) {
 		kr_jsonl_init(&jsonl, 1);
-		sink.event = kr_jsonl_event;
-		sink.arg = &jsonl;
-		kr_reflect_add_sink(&top, &sink);
+		if (add_sink(kr_jsonl_event, &jsonl) != 0)
+			return EXIT_FATAL;
 		kr_loop_before_poll(&loop, kr_jsonl_flush, &jsonl);
 	}
 	if (o.once) {

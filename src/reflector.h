@@ -28,7 +28,7 @@
 #include "store.h"
 
 #ifndef KR_MAX_SINKS
-#define KR_MAX_SINKS 4
+#define KR_MAX_SINKS 6             /* main's five outputs, and one for a library caller */
 #endif
 
 enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };

@@ -221,6 +221,24 @@ def t_restart(s):
     check(rc == 0, "exit %s after SIGTERM" % rc)
 
 
+@scenario("EveryOutputAtOnce", 5)
+def t_every_output(s):
+    """--dir, --exec, --http-post, -- PROGRAM and the JSON lines together: five
+    sinks, none dropped (the table once held four and lost the JSON lines)."""
+    s.server()
+    gateway_objects(s)
+    cfg = os.path.join(s.dir, "config")
+    os.makedirs(cfg, exist_ok=True)
+    kr = s.kreflect("--dir", cfg, "--exec", "true", "--http-post", "http://127.0.0.1:9/unused",
+                    resources=["configmaps", "--", APP, "--config-dir", cfg])
+    kr.wait_synced(1)
+    wait_app(cfg + ".log", "start")
+    check(os.path.exists(os.path.join(cfg, "listen")), "--dir wrote nothing")
+    check(kr.events_for("gw"), "no JSON line for gw on stdout")
+    rc = kr.stop(signal.SIGTERM)
+    check(rc == 0, "exit %s after SIGTERM" % rc)
+
+
 @scenario("SigtermBeforeTheFirstSync", 4)
 def t_term_before_sync(s):
     s.server()
