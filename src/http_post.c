@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "json.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
@@ -19,42 +20,6 @@ static const struct kr_http_header headers[] = {
 	{ "Connection", "close" },
 };
 
-/* Appends s as a JSON string (quotes included) to out[*len..size). Returns 0 or -1 if full. */
-static int put_json_str(char *out, size_t size, size_t *len, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	char esc[7];
-	size_t n;
-
-	if (*len + 1 >= size)
-		return -1;
-	out[(*len)++] = '"';
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		const char *p = esc;
-
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			n = 2;
-		} else if (c < 0x20) {
-			memcpy(esc, "\\u00", 4);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			n = 6;
-		} else {
-			p = (const char *)s;
-			n = 1;
-		}
-		if (*len + n + 1 >= size)
-			return -1;
-		memcpy(out + *len, p, n);
-		*len += n;
-	}
-	out[(*len)++] = '"';
-	return 0;
-}
-
 /* Appends the literal text t. Returns 0 or -1 if full. */
 static int put_raw(char *out, size_t size, size_t *len, const char *t)
 {
@@ -65,6 +30,14 @@ static int put_raw(char *out, size_t size, size_t *len, const char *t)
 	memcpy(out + *len, t, n);
 	*len += n;
 	return 0;
+}
+
+/* Appends s as a JSON string, quotes included. Returns 0 or -1 if full. */
+static int put_json_str(char *out, size_t size, size_t *len, const char *s)
+{
+	if (put_raw(out, size, len, "\"") != 0 || kr_json_escape(out, size, len, s) != 0)
+		return -1;
+	return put_raw(out, size, len, "\"");
 }
 
 /* Adds one line for ev to the window, or counts it as dropped if it does not fit. */

@@ -1225,3 +1225,36 @@ int kr_json_prefix_strings(const char *buf, size_t len, const char *const *paths
 	}
 	return *found;
 }
+
+int kr_json_escape(char *out, size_t size, size_t *len, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = *len;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		size_t need = c == '"' || c == '\\' ? 2 : c < 0x20 ? 6 : 1;
+
+		if (n + need >= size) {
+			if (*len < size)
+				out[*len] = '\0';
+			return KR_ETOOBIG;
+		}
+		if (need == 1) {
+			out[n++] = (char)c;
+		} else if (need == 2) {
+			out[n++] = '\\';
+			out[n++] = (char)c;
+		} else {
+			memcpy(out + n, "\\u00", 4);
+			out[n + 4] = hex[c >> 4];
+			out[n + 5] = hex[c & 15];
+			n += 6;
+		}
+	}
+	if (n >= size)
+		return KR_ETOOBIG;
+	out[n] = '\0';
+	*len = n;
+	return 0;
+}

@@ -205,6 +205,14 @@ int kr_json_str_eq(const char *json, const kr_json_tok *t, const char *s);
 int kr_json_unescape(const char *json, const kr_json_tok *t, char *out, size_t size);
 
 /*
+ * The other way: appends s as JSON string contents (quotes, backslashes and
+ * control bytes escaped; no surrounding quotes) to out at *len, keeping a
+ * NUL after it. All or nothing: KR_ETOOBIG leaves *len and the text before
+ * it as they were. Returns 0 or KR_ETOOBIG.
+ */
+int kr_json_escape(char *out, size_t size, size_t *len, const char *s);
+
+/*
  * Reads primitive token t as a whole number (no fraction, no exponent) into
  * *out. Returns 0, KR_EPROTO if it is not one, KR_ETOOBIG if it overflows.
  */

@@ -1,9 +1,11 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "json.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
+#include "resource.h"
 #include "sink.h"
 
 const char *kr_event_name(enum kr_event_type t)
@@ -24,25 +26,16 @@ void kr_jsonl_init(struct kr_jsonl *j, int fd)
 	j->fd = fd;
 }
 
-/* Writes s as a JSON string body (escaping what JSON requires). */
-static size_t json_escape(char *out, size_t size, const char *s)
+/* Appends the literal t to out at *len. Returns 0 or -1 if it does not fit. */
+static int put(char *out, size_t size, size_t *len, const char *t)
 {
-	size_t n = 0;
+	size_t n = strlen(t);
 
-	for (; *s && n + 7 < size; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\') {
-			out[n++] = '\\';
-			out[n++] = (char)c;
-		} else if (c < 0x20) {
-			n += (size_t)kr_snprintf(out + n, size - n, "\\u%04x", c);
-		} else {
-			out[n++] = (char)c;
-		}
-	}
-	out[n] = '\0';
-	return n;
+	if (*len + n >= size)
+		return -1;
+	memcpy(out + *len, t, n + 1);
+	*len += n;
+	return 0;
 }
 
 static int write_out(struct kr_jsonl *j, struct kr_iov *iov, int n)
@@ -98,17 +91,23 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 {
 	struct kr_jsonl *j = arg;
 	struct kr_iov iov[3];
-	char head[64], line[1024], res[300], rv[200];
+	/* Fits any SYNCED line: every byte of the name and RV escaped 6 for 1. */
+	char head[64], line[6 * (sizeof(((struct kr_resource *)0)->name) + KR_RV_MAX) + 128];
 	int n;
 
 	if (j->failed)
 		return;
 	if (ev->type == KR_EV_SYNCED) {
-		json_escape(res, sizeof(res), ev->resource ? ev->resource : "");
-		json_escape(rv, sizeof(rv), ev->rv ? ev->rv : "");
-		n = kr_snprintf(line, sizeof(line),
-			     "{\"type\":\"SYNCED\",\"resource\":\"%s\",\"resourceVersion\":\"%s\",\"count\":%zu%s}\n",
-			     res, rv, ev->count, ev->partial ? ",\"partial\":true" : "");
+		size_t len = 0;
+
+		if (put(line, sizeof(line), &len, "{\"type\":\"SYNCED\",\"resource\":\"") ||
+		    kr_json_escape(line, sizeof(line), &len, ev->resource ? ev->resource : "") ||
+		    put(line, sizeof(line), &len, "\",\"resourceVersion\":\"") ||
+		    kr_json_escape(line, sizeof(line), &len, ev->rv ? ev->rv : ""))
+			return;            /* not reached: line is sized for the longest */
+		n = kr_snprintf(line + len, sizeof(line) - len, "\",\"count\":%zu%s}\n", ev->count,
+				ev->partial ? ",\"partial\":true" : "");
+		n += (int)len;
 		iov[0].base = line;
 		iov[0].len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 		emit(j, iov, 1);

@@ -974,3 +974,21 @@ KR_TEST(json, prefix_strings_from_a_cut_object)
 	check(kr_json_prefix_strings("[[[[[[[[[[", 10, paths, 5, val, &found) == KR_ETOOBIG);
 	return 0;
 }
+
+/* Escaping appends all or nothing, and its bound is hit to the byte. */
+KR_TEST(json, escape_appends_all_or_nothing)
+{
+	char esc[16];
+	size_t len = 0;
+
+	check(kr_json_escape(esc, sizeof(esc), &len, "a\"b\\\x01") == 0);
+	check(len == 12 && strcmp(esc, "a\\\"b\\\\\\u0001") == 0);
+	/* 12 + 3 = 15 bytes and the NUL: exactly full. */
+	check(kr_json_escape(esc, sizeof(esc), &len, "xyz") == 0 && len == 15);
+	len = 12;
+	esc[12] = '\0';
+	check(kr_json_escape(esc, sizeof(esc), &len, "wxyz") == KR_ETOOBIG);
+	check(len == 12 && strcmp(esc, "a\\\"b\\\\\\u0001") == 0);
+	check(kr_json_escape(esc, sizeof(esc), &len, "\n") == KR_ETOOBIG && len == 12);
+	return 0;
+}
