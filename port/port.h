@@ -244,24 +244,17 @@ const char *kr_port_fs_error(void);
 /* --- processes ------------------------------------------------------------------ */
 
 /*
- * Starts argv[0] (found on PATH) with argv, the environment plus the
- * "NAME=value" strings in env (NULL-terminated; may be NULL), and
- * stdin_data[0..len) on its standard input (then end of file). No shell is
- * involved. Returns the child's pid (> 0) or -1 (the reason is logged by the
- * caller from kr_port_last_error()).
+ * Starts a program: argv[0] (a name without '/' is looked up on PATH, as
+ * execvp does) with argv, no shell, signals unblocked and at their defaults,
+ * the environment plus the "NAME=value" strings in env (NULL-terminated; may
+ * be NULL). With stdin_data, stdin_data[0..len) (at most 64 KiB) is its
+ * standard input, then end of file; with NULL it shares kreflect's. Waits
+ * only until the exec succeeded or failed, never for the program. Returns
+ * its pid (> 0), or KR_ENOENT (no such program) or KR_EIO (not executable,
+ * fork failed, ...) with the reason in why[0..size).
  */
 int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
-		  size_t len);
-
-/*
- * Starts a program that shares kreflect's standard input, output, error and
- * environment: argv[0] (a name without '/' is looked up on PATH, as execvp
- * does) with argv, signals unblocked and at their defaults. Waits only until
- * the exec succeeded or failed, never for the program. Returns its pid
- * (> 0), or KR_ENOENT (no such program) or KR_EIO (not executable, fork
- * failed, ...) with the system's reason in why[0..size).
- */
-int kr_port_start(const char *const *argv, char *why, size_t size);
+		  size_t len, char *why, size_t size);
 
 /*
  * Collects one child that has ended, without waiting: any child, also an

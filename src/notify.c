@@ -128,7 +128,7 @@ static int send_signal(struct kr_notify *n, unsigned long changes)
 
 static void run(struct kr_notify *n, unsigned long changes)
 {
-	char count[48];
+	char count[48], why[160];
 	const char *env[2] = { count, NULL };
 	int pid;
 
@@ -137,10 +137,10 @@ static void run(struct kr_notify *n, unsigned long changes)
 		n->keys_len += 2;
 	}
 	kr_snprintf(count, sizeof(count), "KREFLECT_EVENTS=%lu", changes);
-	pid = kr_port_spawn((const char *const *)n->argv, env, n->keys, n->keys_len);
+	pid = kr_port_spawn((const char *const *)n->argv, env, n->keys, n->keys_len, why, sizeof(why));
 	if (pid < 0) {
 		n->failures++;
-		kr_log(KR_LOG_ERROR, "unable to run %s: %s", n->argv[0], kr_port_last_error());
+		kr_log(KR_LOG_ERROR, "unable to run %s: %s", n->argv[0], why);
 	} else {
 		n->child = pid;
 		n->runs++;

@@ -52,7 +52,7 @@ static void ended(struct kr_supervise *s)
 
 static void start(struct kr_supervise *s)
 {
-	int pid = kr_port_start(s->argv, s->why, sizeof(s->why));
+	int pid = kr_port_spawn(s->argv, NULL, NULL, 0, s->why, sizeof(s->why));
 
 	if (pid < 0) {
 		kr_log(KR_LOG_ERROR, "unable to start %s: %s", s->argv[0], s->why);

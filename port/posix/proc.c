@@ -35,68 +35,69 @@ static void child_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
-		  size_t len)
+/* In the child: the errno of a failed step goes to the parent, then exit 127. */
+static void child_failed(int fd)
 {
-	int p[2];
-	pid_t pid;
+	int err = errno;
 
-	/* The data fits the pipe (callers keep it under 64 KiB): no writer process needed. */
-	if (len > 65536 || pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	if (len > 0 && write(p[1], stdin_data, len) != (ssize_t)len) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	close(p[1]);
-	pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		return -1;
-	}
-	if (pid == 0) {
-		size_t i;
-
-		child_signals();
-		if (dup2(p[0], 0) < 0)
-			_exit(127);
-		for (i = 0; env && env[i]; i++)
-			putenv((char *)env[i]);
-		execvp(argv[0], (char *const *)argv);
+	if (write(fd, &err, sizeof(err)) < 0)
 		_exit(127);
-	}
-	close(p[0]);
-	return (int)pid;
+	_exit(127);
 }
 
-int kr_port_start(const char *const *argv, char *why, size_t size)
+int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
+		  size_t len, char *why, size_t size)
 {
-	int p[2], err = 0;
+	int in[2] = { -1, -1 }, p[2], err = 0;
 	pid_t pid;
 	ssize_t n;
 
+	/* The data fits the pipe (callers keep it under 64 KiB): no writer process needed. */
+	if (stdin_data && len > 65536) {
+		kr_snprintf(why, size, "standard input of %zu bytes is over 64 KiB", len);
+		return KR_EINVAL;
+	}
+	if (stdin_data && pipe2(in, O_CLOEXEC) < 0) {
+		kr_snprintf(why, size, "unable to make a pipe: %s", strerror(errno));
+		return KR_EIO;
+	}
+	if (stdin_data && len > 0 && write(in[1], stdin_data, len) != (ssize_t)len) {
+		kr_snprintf(why, size, "unable to fill its standard input: %s", strerror(errno));
+		close(in[0]);
+		close(in[1]);
+		return KR_EIO;
+	}
+	if (in[1] >= 0)
+		close(in[1]);
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		kr_snprintf(why, size, "unable to make a pipe: %s", strerror(errno));
+		if (in[0] >= 0)
+			close(in[0]);
 		return KR_EIO;
 	}
 	pid = fork();
 	if (pid < 0) {
 		kr_snprintf(why, size, "unable to fork: %s", strerror(errno));
+		if (in[0] >= 0)
+			close(in[0]);
 		close(p[0]);
 		close(p[1]);
 		return KR_EIO;
 	}
 	if (pid == 0) {
+		size_t i;
+
 		child_signals();
 		close(p[0]);
+		if (in[0] >= 0 && dup2(in[0], 0) < 0)
+			child_failed(p[1]);
+		for (i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
 		execvp(argv[0], (char *const *)argv);
-		/* Only reached when exec failed: tell the parent why. */
-		err = errno;
-		if (write(p[1], &err, sizeof(err)) < 0)
-			_exit(127);
-		_exit(127);
+		child_failed(p[1]);  /* only reached when exec failed */
 	}
+	if (in[0] >= 0)
+		close(in[0]);
 	close(p[1]);
 	/* EOF (the exec closed the pipe) or the child's errno; both come at once. */
 	do

@@ -151,17 +151,12 @@ int kr_port_fs_unlink(const char *path) { (void)path; return KR_EIO; }
 int kr_port_fs_rmdir(const char *path) { (void)path; return KR_EIO; }
 int kr_port_fs_sync_dir(const char *path) { (void)path; return KR_EIO; }
 
-int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data, size_t len)
+int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
+		  size_t len, char *why, size_t size)
 {
-	(void)argv;
 	(void)env;
 	(void)stdin_data;
 	(void)len;
-	return -1;
-}
-
-int kr_port_start(const char *const *argv, char *why, size_t size)
-{
 	snprintf(why, size, "%s: the simulated port runs no programs", argv && argv[0] ? argv[0] : "?");
 	return KR_EIO;
 }

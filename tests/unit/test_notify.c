@@ -111,8 +111,8 @@ KR_TEST(notify, signal_to_a_pid_and_exit_codes)
 {
 	struct kr_notify_opts o = { 0 };
 	const char *const argv[] = { "sleep", "5", NULL };
-	char err[128];
-	int pid = kr_port_spawn(argv, NULL, NULL, 0), code = 0, got = 0, i;
+	char err[128], why[128];
+	int pid = kr_port_spawn(argv, NULL, "", 0, why, sizeof(why)), code = 0, got = 0, i;
 
 	check(pid > 0);
 	o.signal = kr_port_signal_number("SIGTERM");
@@ -205,7 +205,7 @@ KR_TEST(notify, every_resource_must_sync_not_one_twice)
 /* A child starts with every signal at its default action, even those kreflect ignores. */
 KR_TEST(notify, children_do_not_inherit_ignored_signals)
 {
-	char path[] = "/tmp/kr-sigign-XXXXXX", cmd[200], out[256];
+	char path[] = "/tmp/kr-sigign-XXXXXX", cmd[200], out[256], why[128];
 	const char *argv[] = { "sh", "-c", cmd, NULL };
 	int fd = mkstemp(path), pid, code = -1, i;
 	unsigned long long mask;
@@ -214,7 +214,7 @@ KR_TEST(notify, children_do_not_inherit_ignored_signals)
 	check(fd >= 0);
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "grep SigIgn /proc/$$/status > %s", path);
-	pid = kr_port_spawn(argv, NULL, NULL, 0);
+	pid = kr_port_spawn(argv, NULL, "", 0, why, sizeof(why));
 	signal(SIGHUP, old);
 	check(pid > 0);
 	for (i = 0; i < 500 && kr_port_reap(&code) != pid; i++)
@@ -225,5 +225,21 @@ KR_TEST(notify, children_do_not_inherit_ignored_signals)
 	check(sscanf(out, "SigIgn: %llx", &mask) == 1);
 	check((mask & (1ULL << (SIGHUP - 1))) == 0);
 	check((mask & (1ULL << (SIGPIPE - 1))) == 0);
+	return 0;
+}
+
+/* A program that cannot start is said at once, with the system's reason, not as a later exit 127. */
+KR_TEST(notify, spawn_failures_are_named)
+{
+	const char *const missing[] = { "kreflect-no-such-program", NULL };
+	const char *const notexec[] = { "/etc/passwd", NULL };
+	char why[128], big[1];
+
+	check(kr_port_spawn(missing, NULL, "", 0, why, sizeof(why)) == KR_ENOENT);
+	check(strstr(why, "No such file") != NULL);
+	check(kr_port_spawn(notexec, NULL, NULL, 0, why, sizeof(why)) == KR_EIO);
+	check(strstr(why, "ermission") != NULL);
+	check(kr_port_spawn(missing, NULL, big, 65537, why, sizeof(why)) == KR_EINVAL);
+	check(strstr(why, "64 KiB") != NULL);
 	return 0;
 }
