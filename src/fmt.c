@@ -215,3 +215,18 @@ int kr_dprintf(int fd, const char *fmt, ...)
 	iov.len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 	return kr_port_writev_all(fd, &iov, 1) == 0 ? (int)iov.len : -1;
 }
+
+void kr_out_put(struct kr_out *o, const char *s, size_t n)
+{
+	if (o->overflow || n > o->size - o->len) {
+		o->overflow = 1;
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+void kr_out_str(struct kr_out *o, const char *s)
+{
+	kr_out_put(o, s, strlen(s));
+}

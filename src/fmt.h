@@ -21,4 +21,19 @@ int kr_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 /* Formats into a bounded line buffer and writes it to fd; returns the length written or -1. */
 int kr_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * A bounded output cursor: appends while the text fits, then remembers the
+ * overflow instead of writing past the end (later appends do nothing), so
+ * a writer checks once at the end. No NUL is added.
+ */
+struct kr_out {
+	char *buf;
+	size_t size;
+	size_t len;
+	int overflow;
+};
+
+void kr_out_put(struct kr_out *o, const char *s, size_t n);
+void kr_out_str(struct kr_out *o, const char *s);
+
 #endif /* KR_FMT_H */

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "kreflect.h"
 
 /*
@@ -591,31 +592,8 @@ long kr_http_retry_after_delay(const struct kr_http_resp *r, int64_t now_epoch)
 
 /* --- request writer ----------------------------------------------------------------- */
 
-/* An output cursor that remembers overflow instead of writing past the end. */
-struct out {
-	char *buf;
-	size_t size;
-	size_t len;
-	int overflow;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	if (o->overflow || n > o->size - o->len) {
-		o->overflow = 1;
-		return;
-	}
-	memcpy(o->buf + o->len, s, n);
-	o->len += n;
-}
-
-static void put_str(struct out *o, const char *s)
-{
-	put(o, s, strlen(s));
-}
-
 /* RFC 3986 2.3: unreserved characters pass, every other byte becomes %XX. */
-static void put_encoded(struct out *o, const char *s)
+static void put_encoded(struct kr_out *o, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const char *run = s;
@@ -627,13 +605,13 @@ static void put_encoded(struct out *o, const char *s)
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
 		    c == '-' || c == '.' || c == '_' || c == '~')
 			continue;
-		put(o, run, (size_t)(s - run));
+		kr_out_put(o, run, (size_t)(s - run));
 		if (c == '\0')
 			return;
 		esc[0] = '%';
 		esc[1] = hex[c >> 4];
 		esc[2] = hex[c & 15];
-		put(o, esc, 3);
+		kr_out_put(o, esc, 3);
 		run = s + 1;
 	}
 }
@@ -667,7 +645,7 @@ int kr_http_write_request_ex(char *buf, size_t size, const char *method,
 			     const char *bearer_token, const char *arch,
 			     const struct kr_http_header *headers, size_t nheaders)
 {
-	struct out o = { buf, size, 0, 0 };
+	struct kr_out o = { buf, size, 0, 0 };
 	int sep;
 	size_t i;
 
@@ -689,38 +667,38 @@ int kr_http_write_request_ex(char *buf, size_t size, const char *method,
 		    (headers[i].value[0] && !all(headers[i].value, value_byte)))
 			return KR_EINVAL;
 
-	put_str(&o, method);
-	put(&o, " ", 1);
-	put_str(&o, path);
+	kr_out_str(&o, method);
+	kr_out_put(&o, " ", 1);
+	kr_out_str(&o, path);
 	sep = strchr(path, '?') ? '&' : '?';
 	for (i = 0; i < nparams; i++) {
 		char c = (char)sep;
 
 		if (params[i].value == NULL)
 			continue;
-		put(&o, &c, 1);
+		kr_out_put(&o, &c, 1);
 		put_encoded(&o, params[i].key);
-		put(&o, "=", 1);
+		kr_out_put(&o, "=", 1);
 		put_encoded(&o, params[i].value);
 		sep = '&';
 	}
-	put_str(&o, " HTTP/1.1\r\nHost: ");
-	put_str(&o, host_header);
-	put_str(&o, "\r\nUser-Agent: kreflect/" KR_VERSION " (linux/");
-	put_str(&o, arch);
-	put_str(&o, ")\r\nAccept: application/json\r\n");
+	kr_out_str(&o, " HTTP/1.1\r\nHost: ");
+	kr_out_str(&o, host_header);
+	kr_out_str(&o, "\r\nUser-Agent: kreflect/" KR_VERSION " (linux/");
+	kr_out_str(&o, arch);
+	kr_out_str(&o, ")\r\nAccept: application/json\r\n");
 	if (bearer_token && *bearer_token) {
-		put_str(&o, "Authorization: Bearer ");
-		put_str(&o, bearer_token);
-		put(&o, "\r\n", 2);
+		kr_out_str(&o, "Authorization: Bearer ");
+		kr_out_str(&o, bearer_token);
+		kr_out_put(&o, "\r\n", 2);
 	}
 	for (i = 0; i < nheaders; i++) {
-		put_str(&o, headers[i].name);
-		put(&o, ": ", 2);
-		put_str(&o, headers[i].value);
-		put(&o, "\r\n", 2);
+		kr_out_str(&o, headers[i].name);
+		kr_out_put(&o, ": ", 2);
+		kr_out_str(&o, headers[i].value);
+		kr_out_put(&o, "\r\n", 2);
 	}
-	put(&o, "\r\n", 2);
+	kr_out_put(&o, "\r\n", 2);
 	if (o.overflow || o.len > INT_MAX)
 		return KR_ETOOBIG;
 	return (int)o.len;

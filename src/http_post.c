@@ -10,8 +10,6 @@
 
 /* Room always kept for the {"type":"DROPPED","events":N} line (at most 49 bytes). */
 #define MARK_RESERVE 64
-/* One line: type, resource, key, resourceVersion, each escaped at most 6x. */
-#define POST_LINE_MAX (6 * (KR_KEY_MAX + KR_RV_MAX + 128) + 128)
 
 static const struct kr_http_header headers[] = {
 	{ "Content-Type", "application/x-ndjson" },
@@ -20,55 +18,46 @@ static const struct kr_http_header headers[] = {
 	{ "Connection", "close" },
 };
 
-/* Appends the literal text t. Returns 0 or -1 if full. */
-static int put_raw(char *out, size_t size, size_t *len, const char *t)
+/* Appends s as a JSON string, quotes included. */
+static void put_json_str(struct kr_out *o, const char *s)
 {
-	size_t n = strlen(t);
-
-	if (*len + n >= size)
-		return -1;
-	memcpy(out + *len, t, n);
-	*len += n;
-	return 0;
+	kr_out_put(o, "\"", 1);
+	kr_json_escape(o, s);
+	kr_out_put(o, "\"", 1);
 }
 
-/* Appends s as a JSON string, quotes included. Returns 0 or -1 if full. */
-static int put_json_str(char *out, size_t size, size_t *len, const char *s)
-{
-	if (put_raw(out, size, len, "\"") != 0 || kr_json_escape(out, size, len, s) != 0)
-		return -1;
-	return put_raw(out, size, len, "\"");
-}
-
-/* Adds one line for ev to the window, or counts it as dropped if it does not fit. */
+/*
+ * Adds one line for ev to the window, written in place after the lines
+ * before it, or counts it as dropped if it does not fit (the room for the
+ * DROPPED line is always kept).
+ */
 static void add_line(struct kr_http_post *p, const struct kr_event *ev)
 {
-	char line[POST_LINE_MAX], count[32];
-	size_t len = 0;
-	int bad = 0;
+	struct kr_out o = { p->next, sizeof(p->next) - MARK_RESERVE, p->next_len, 0 };
+	char count[32];
 
-	bad |= put_raw(line, sizeof(line), &len, "{\"type\":");
-	bad |= put_json_str(line, sizeof(line), &len, kr_event_name(ev->type));
-	bad |= put_raw(line, sizeof(line), &len, ",\"resource\":");
-	bad |= put_json_str(line, sizeof(line), &len, ev->resource ? ev->resource : "");
+	/* Once one line is left out, later ones are too: the batch stays in order. */
+	o.overflow = p->next_dropped > 0;
+	kr_out_str(&o, "{\"type\":");
+	put_json_str(&o, kr_event_name(ev->type));
+	kr_out_str(&o, ",\"resource\":");
+	put_json_str(&o, ev->resource ? ev->resource : "");
 	if (ev->type != KR_EV_SYNCED) {
-		bad |= put_raw(line, sizeof(line), &len, ",\"key\":");
-		bad |= put_json_str(line, sizeof(line), &len, ev->key ? ev->key : "");
+		kr_out_str(&o, ",\"key\":");
+		put_json_str(&o, ev->key ? ev->key : "");
 	}
-	bad |= put_raw(line, sizeof(line), &len, ",\"resourceVersion\":");
-	bad |= put_json_str(line, sizeof(line), &len, ev->rv ? ev->rv : "");
+	kr_out_str(&o, ",\"resourceVersion\":");
+	put_json_str(&o, ev->rv ? ev->rv : "");
 	if (ev->type == KR_EV_SYNCED) {
 		kr_snprintf(count, sizeof(count), ",\"count\":%zu", ev->count);
-		bad |= put_raw(line, sizeof(line), &len, count);
+		kr_out_str(&o, count);
 	}
-	bad |= put_raw(line, sizeof(line), &len, "}\n");
-	if (bad || p->next_dropped || p->next_len + len + MARK_RESERVE > sizeof(p->next)) {
-		/* Once one line is left out, later ones are too: the batch stays in order. */
+	kr_out_str(&o, "}\n");
+	if (o.overflow) {
 		p->next_dropped++;
 		return;
 	}
-	memcpy(p->next + p->next_len, line, len);
-	p->next_len += len;
+	p->next_len = o.len;
 }
 
 static void send_batch(struct kr_http_post *p);

@@ -1226,35 +1226,26 @@ int kr_json_prefix_strings(const char *buf, size_t len, const char *const *paths
 	return *found;
 }
 
-int kr_json_escape(char *out, size_t size, size_t *len, const char *s)
+void kr_json_escape(struct kr_out *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t n = *len;
+	size_t start = o->len;
 
-	for (; *s; s++) {
+	for (; *s && !o->overflow; s++) {
 		unsigned char c = (unsigned char)*s;
-		size_t need = c == '"' || c == '\\' ? 2 : c < 0x20 ? 6 : 1;
+		char esc[6] = { '\\', (char)c, 0, 0, 0, 0 };
 
-		if (n + need >= size) {
-			if (*len < size)
-				out[*len] = '\0';
-			return KR_ETOOBIG;
-		}
-		if (need == 1) {
-			out[n++] = (char)c;
-		} else if (need == 2) {
-			out[n++] = '\\';
-			out[n++] = (char)c;
+		if (c == '"' || c == '\\') {
+			kr_out_put(o, esc, 2);
+		} else if (c < 0x20) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			kr_out_put(o, esc, 6);
 		} else {
-			memcpy(out + n, "\\u00", 4);
-			out[n + 4] = hex[c >> 4];
-			out[n + 5] = hex[c & 15];
-			n += 6;
+			kr_out_put(o, (const char *)s, 1);
 		}
 	}
-	if (n >= size)
-		return KR_ETOOBIG;
-	out[n] = '\0';
-	*len = n;
-	return 0;
+	if (o->overflow)
+		o->len = start;
 }

@@ -205,12 +205,12 @@ int kr_json_str_eq(const char *json, const kr_json_tok *t, const char *s);
 int kr_json_unescape(const char *json, const kr_json_tok *t, char *out, size_t size);
 
 /*
- * The other way: appends s as JSON string contents (quotes, backslashes and
- * control bytes escaped; no surrounding quotes) to out at *len, keeping a
- * NUL after it. All or nothing: KR_ETOOBIG leaves *len and the text before
- * it as they were. Returns 0 or KR_ETOOBIG.
+ * The other way: appends s to o as JSON string contents (quotes,
+ * backslashes and control bytes escaped; no surrounding quotes). All or
+ * nothing: if it does not fit, o->len stays and o overflows.
  */
-int kr_json_escape(char *out, size_t size, size_t *len, const char *s);
+struct kr_out;
+void kr_json_escape(struct kr_out *o, const char *s);
 
 /*
  * Reads primitive token t as a whole number (no fraction, no exponent) into

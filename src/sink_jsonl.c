@@ -26,18 +26,6 @@ void kr_jsonl_init(struct kr_jsonl *j, int fd)
 	j->fd = fd;
 }
 
-/* Appends the literal t to out at *len. Returns 0 or -1 if it does not fit. */
-static int put(char *out, size_t size, size_t *len, const char *t)
-{
-	size_t n = strlen(t);
-
-	if (*len + n >= size)
-		return -1;
-	memcpy(out + *len, t, n + 1);
-	*len += n;
-	return 0;
-}
-
 static int write_out(struct kr_jsonl *j, struct kr_iov *iov, int n)
 {
 	if (kr_port_writev_all(j->fd, iov, n) == 0) {
@@ -92,24 +80,25 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 	struct kr_jsonl *j = arg;
 	struct kr_iov iov[3];
 	/* Fits any SYNCED line: every byte of the name and RV escaped 6 for 1. */
-	char head[64], line[6 * (sizeof(((struct kr_resource *)0)->name) + KR_RV_MAX) + 128];
+	char head[64], count[64], line[6 * (sizeof(((struct kr_resource *)0)->name) + KR_RV_MAX) + 128];
 	int n;
 
 	if (j->failed)
 		return;
 	if (ev->type == KR_EV_SYNCED) {
-		size_t len = 0;
+		struct kr_out o = { line, sizeof(line), 0, 0 };
 
-		if (put(line, sizeof(line), &len, "{\"type\":\"SYNCED\",\"resource\":\"") ||
-		    kr_json_escape(line, sizeof(line), &len, ev->resource ? ev->resource : "") ||
-		    put(line, sizeof(line), &len, "\",\"resourceVersion\":\"") ||
-		    kr_json_escape(line, sizeof(line), &len, ev->rv ? ev->rv : ""))
-			return;            /* not reached: line is sized for the longest */
-		n = kr_snprintf(line + len, sizeof(line) - len, "\",\"count\":%zu%s}\n", ev->count,
+		kr_out_str(&o, "{\"type\":\"SYNCED\",\"resource\":\"");
+		kr_json_escape(&o, ev->resource ? ev->resource : "");
+		kr_out_str(&o, "\",\"resourceVersion\":\"");
+		kr_json_escape(&o, ev->rv ? ev->rv : "");
+		n = kr_snprintf(count, sizeof(count), "\",\"count\":%zu%s}\n", ev->count,
 				ev->partial ? ",\"partial\":true" : "");
-		n += (int)len;
+		kr_out_put(&o, count, (size_t)n);
+		if (o.overflow)
+			return;            /* not reached: line is sized for the longest */
 		iov[0].base = line;
-		iov[0].len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+		iov[0].len = o.len;
 		emit(j, iov, 1);
 		/* A sync is a point readers wait for: out at once, not at the next pass. */
 		kr_jsonl_flush(j);

@@ -10,6 +10,7 @@
  * demand (kr_sim_object_json), in the forms the wire and the store use.
  */
 #include "sim.h"
+#include "fmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,27 +311,6 @@ void kr_sim_snapshot(int type, uint64_t at, struct kr_sim_ver out[KR_SIM_SLOTS])
 
 /* --- JSON -------------------------------------------------------------------------------- */
 
-struct out {
-	char *buf;
-	size_t cap, len;
-	int over;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	if (o->over || n > o->cap - o->len) {
-		o->over = 1;
-		return;
-	}
-	memcpy(o->buf + o->len, s, n);
-	o->len += n;
-}
-
-static void puts_(struct out *o, const char *s)
-{
-	put(o, s, strlen(s));
-}
-
 static uint64_t mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ull;
@@ -341,7 +321,7 @@ static uint64_t mix(uint64_t x)
 
 
 /* Decimal digits of v. */
-static void put_u64(struct out *o, uint64_t v)
+static void put_u64(struct kr_out *o, uint64_t v)
 {
 	char tmp[24];
 	size_t i = sizeof(tmp);
@@ -350,7 +330,7 @@ static void put_u64(struct out *o, uint64_t v)
 		tmp[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	put(o, tmp + i, sizeof(tmp) - i);
+	kr_out_put(o, tmp + i, sizeof(tmp) - i);
 }
 
 /*
@@ -359,7 +339,7 @@ static void put_u64(struct out *o, uint64_t v)
  * braces, brackets, escaped quotes and backslashes, \n, \u escapes, UTF-8.
  * Written straight into the buffer, eight characters per random word.
  */
-static void put_text(struct out *o, uint64_t *st, size_t n)
+static void put_text(struct kr_out *o, uint64_t *st, size_t n)
 {
 	static const char alnum[64] = "abcdefghijklmnopqrstuvwxyz0123456789-_.ABCDEFGHIJKLMNOPQRSTUVWXY";
 	static const char *const pieces[16] = { " ", " ", " ", "{", "}", "{", "}", "[]", "\\\"", "\\\\",
@@ -367,8 +347,8 @@ static void put_text(struct out *o, uint64_t *st, size_t n)
 	char *p;
 	size_t done = 0;
 
-	if (o->over || n + 8 > o->cap - o->len) {
-		o->over = 1;
+	if (o->overflow || n + 8 > o->size - o->len) {
+		o->overflow = 1;
 		return;
 	}
 	p = o->buf + o->len;
@@ -397,15 +377,15 @@ static void put_text(struct out *o, uint64_t *st, size_t n)
 	o->len += done;
 }
 
-static void put_b64(struct out *o, uint64_t *st, size_t n)
+static void put_b64(struct kr_out *o, uint64_t *st, size_t n)
 {
 	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	char *p;
 	size_t i;
 
 	n = (n + 3) / 4 * 4;
-	if (o->over || n > o->cap - o->len) {
-		o->over = 1;
+	if (o->overflow || n > o->size - o->len) {
+		o->overflow = 1;
 		return;
 	}
 	p = o->buf + o->len;
@@ -423,18 +403,18 @@ static void put_b64(struct out *o, uint64_t *st, size_t n)
 	o->len += n;
 }
 
-static void put_managed_fields(struct out *o, int type, const char *ts)
+static void put_managed_fields(struct kr_out *o, int type, const char *ts)
 {
-	puts_(o, ",\"managedFields\":[{\"manager\":\"kubectl-edit\",\"operation\":\"Update\",\"apiVersion\":\"");
-	puts_(o, types[type].api_version);
-	puts_(o, "\",\"time\":\"");
-	puts_(o, ts);
-	puts_(o, "\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{");
+	kr_out_str(o, ",\"managedFields\":[{\"manager\":\"kubectl-edit\",\"operation\":\"Update\",\"apiVersion\":\"");
+	kr_out_str(o, types[type].api_version);
+	kr_out_str(o, "\",\"time\":\"");
+	kr_out_str(o, ts);
+	kr_out_str(o, "\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{");
 	if (type == KR_SIM_CONFIGMAPS || type == KR_SIM_SECRETS)
-		puts_(o, "\"f:data\":{\".\":{},\"f:k0\":{}}");
+		kr_out_str(o, "\"f:data\":{\".\":{},\"f:k0\":{}}");
 	else
-		puts_(o, "\"f:metadata\":{\"f:labels\":{\".\":{},\"f:tier\":{}}}");
-	puts_(o, "}}]");
+		kr_out_str(o, "\"f:metadata\":{\"f:labels\":{\".\":{},\"f:tier\":{}}}");
+	kr_out_str(o, "}}]");
 }
 
 static void hex(char *p, uint64_t v, int digits)
@@ -470,17 +450,17 @@ static void two(char *p, unsigned v)
 	p[1] = (char)('0' + v % 10);
 }
 
-static void put_kv(struct out *o, const char *key, const char *value)
+static void put_kv(struct kr_out *o, const char *key, const char *value)
 {
-	puts_(o, key);
-	puts_(o, value);
-	puts_(o, "\"");
+	kr_out_str(o, key);
+	kr_out_str(o, value);
+	kr_out_str(o, "\"");
 }
 
 size_t kr_sim_object_json(char *buf, size_t cap, int type, int slot, const struct kr_sim_ver *v,
 			  int form)
 {
-	struct out o = { buf, cap, 0, 0 };
+	struct kr_out o = { buf, cap, 0, 0 };
 	const char *name = m.names[type][slot];
 	uint64_t st = mix(((uint64_t)v->content << 20) ^ (uint64_t)slot ^ ((uint64_t)type << 8));
 	int mf = form != KR_SIM_CANON, mf_middle = v->content & 1;
@@ -492,21 +472,21 @@ size_t kr_sim_object_json(char *buf, size_t cap, int type, int slot, const struc
 	two(ts + 11, v->uid % 24);
 	two(ts + 14, (v->uid / 24) % 60);
 	two(ts + 17, (v->uid / 7) % 60);
-	puts_(&o, "{");
+	kr_out_str(&o, "{");
 	if (form != KR_SIM_ITEM) {
 		put_kv(&o, "\"kind\":\"", types[type].kind);
 		put_kv(&o, ",\"apiVersion\":\"", types[type].api_version);
-		puts_(&o, ",");
+		kr_out_str(&o, ",");
 	}
 	put_kv(&o, "\"metadata\":{\"name\":\"", name);
 	if (types[type].namespaced)
 		put_kv(&o, ",\"namespace\":\"", namespaces[slot % KR_SIM_NAMESPACES_USED]);
 	put_kv(&o, ",\"uid\":\"", uid);
-	puts_(&o, ",\"resourceVersion\":\"");
+	kr_out_str(&o, ",\"resourceVersion\":\"");
 	put_u64(&o, v->rv);
-	puts_(&o, "\"");
+	kr_out_str(&o, "\"");
 	if (type == KR_SIM_DEPLOYMENTS) {
-		puts_(&o, ",\"generation\":");
+		kr_out_str(&o, ",\"generation\":");
 		put_u64(&o, gen);
 	}
 	put_kv(&o, ",\"creationTimestamp\":\"", ts);
@@ -516,54 +496,54 @@ size_t kr_sim_object_json(char *buf, size_t cap, int type, int slot, const struc
 	put_kv(&o, ",\"tier\":\"", tiers[v->tier % KR_SIM_TIERS]);
 	if (type == KR_SIM_NAMESPACES)
 		put_kv(&o, ",\"kubernetes.io/metadata.name\":\"", name);
-	puts_(&o, "}");
+	kr_out_str(&o, "}");
 	if (type == KR_SIM_NAMESPACES) {
-		puts_(&o, ",\"annotations\":{\"payload\":\"");
+		kr_out_str(&o, ",\"annotations\":{\"payload\":\"");
 		put_text(&o, &st, v->size);
-		puts_(&o, "\"}");
+		kr_out_str(&o, "\"}");
 	}
 	if (mf && !mf_middle)
 		put_managed_fields(&o, type, ts);
-	puts_(&o, "}");
+	kr_out_str(&o, "}");
 	switch (type) {
 	case KR_SIM_CONFIGMAPS: {
 		unsigned keys = 1 + v->content % 3, k;
 
-		puts_(&o, ",\"data\":{");
+		kr_out_str(&o, ",\"data\":{");
 		for (k = 0; k < keys; k++) {
 			char key[8] = ",\"k0\":\"";
 
 			key[3] = (char)('0' + k);
-			puts_(&o, k ? key : key + 1);
+			kr_out_str(&o, k ? key : key + 1);
 			put_text(&o, &st, v->size / keys);
-			puts_(&o, "\"");
+			kr_out_str(&o, "\"");
 		}
-		puts_(&o, "}");
+		kr_out_str(&o, "}");
 		break;
 	}
 	case KR_SIM_SECRETS:
-		puts_(&o, ",\"data\":{\"k0\":\"");
+		kr_out_str(&o, ",\"data\":{\"k0\":\"");
 		put_b64(&o, &st, v->size);
-		puts_(&o, "\"},\"type\":\"Opaque\"");
+		kr_out_str(&o, "\"},\"type\":\"Opaque\"");
 		break;
 	case KR_SIM_DEPLOYMENTS:
-		puts_(&o, ",\"spec\":{\"replicas\":");
+		kr_out_str(&o, ",\"spec\":{\"replicas\":");
 		put_u64(&o, replicas);
 		put_kv(&o, ",\"selector\":{\"matchLabels\":{\"app\":\"", name);
 		put_kv(&o, "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"", name);
-		puts_(&o, "},\"annotations\":{\"payload\":\"");
+		kr_out_str(&o, "},\"annotations\":{\"payload\":\"");
 		put_text(&o, &st, v->size);
-		puts_(&o, "\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"registry.k8s.io/pause:3.10\"}]}}},");
-		puts_(&o, "\"status\":{\"observedGeneration\":");
+		kr_out_str(&o, "\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"registry.k8s.io/pause:3.10\"}]}}},");
+		kr_out_str(&o, "\"status\":{\"observedGeneration\":");
 		put_u64(&o, gen);
-		puts_(&o, ",\"replicas\":");
+		kr_out_str(&o, ",\"replicas\":");
 		put_u64(&o, replicas);
-		puts_(&o, "}");
+		kr_out_str(&o, "}");
 		break;
 	default:
-		puts_(&o, ",\"spec\":{\"finalizers\":[\"kubernetes\"]},\"status\":{\"phase\":\"Active\"}");
+		kr_out_str(&o, ",\"spec\":{\"finalizers\":[\"kubernetes\"]},\"status\":{\"phase\":\"Active\"}");
 		break;
 	}
-	puts_(&o, "}");
-	return o.over ? 0 : o.len;
+	kr_out_str(&o, "}");
+	return o.overflow ? 0 : o.len;
 }

@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "json.h"
 #include "kreflect.h"
 #include "test.h"
@@ -979,16 +980,24 @@ KR_TEST(json, prefix_strings_from_a_cut_object)
 KR_TEST(json, escape_appends_all_or_nothing)
 {
 	char esc[16];
-	size_t len = 0;
+	struct kr_out o = { esc, sizeof(esc), 0, 0 };
 
-	check(kr_json_escape(esc, sizeof(esc), &len, "a\"b\\\x01") == 0);
-	check(len == 12 && strcmp(esc, "a\\\"b\\\\\\u0001") == 0);
-	/* 12 + 3 = 15 bytes and the NUL: exactly full. */
-	check(kr_json_escape(esc, sizeof(esc), &len, "xyz") == 0 && len == 15);
-	len = 12;
-	esc[12] = '\0';
-	check(kr_json_escape(esc, sizeof(esc), &len, "wxyz") == KR_ETOOBIG);
-	check(len == 12 && strcmp(esc, "a\\\"b\\\\\\u0001") == 0);
-	check(kr_json_escape(esc, sizeof(esc), &len, "\n") == KR_ETOOBIG && len == 12);
+	kr_json_escape(&o, "a\"b\\\x01");
+	check(!o.overflow && o.len == 12 && memcmp(esc, "a\\\"b\\\\\\u0001", 12) == 0);
+	kr_json_escape(&o, "wxyz");                      /* 12 + 4 = 16: exactly full */
+	check(!o.overflow && o.len == 16 && memcmp(esc + 12, "wxyz", 4) == 0);
+	o.len = 12;
+	kr_json_escape(&o, "vwxyz");                     /* one byte more: nothing of it */
+	check(o.overflow && o.len == 12);
+	o.overflow = 0;
+	kr_json_escape(&o, "\n");                        /* 6 bytes, 4 free */
+	check(o.overflow && o.len == 12);
+	o.overflow = 0;
+	kr_out_str(&o, "1234");
+	check(!o.overflow && o.len == 16);
+	kr_out_put(&o, "", 0);
+	check(!o.overflow);
+	kr_out_str(&o, "5");
+	check(o.overflow && o.len == 16);
 	return 0;
 }
