@@ -49,7 +49,7 @@ static int conn_pending(struct kr_source *s)
 {
 	struct kr_conn *c = s->arg;
 
-	return c->state == KR_CONN_RECEIVING && c->cfg.tls && kr_tls_pending(&c->tls);
+	return c->state == KR_CONN_RECEIVING && !c->held && c->cfg.tls && kr_tls_pending(&c->tls);
 }
 
 int kr_conn_init(struct kr_conn *c, struct kr_loop *loop, const struct kr_conn_cfg *cfg)
@@ -116,6 +116,7 @@ static void drop_socket(struct kr_conn *c, const char *reason)
 	kr_loop_timer_cancel(c->loop, &c->timer);
 	c->state = KR_CONN_IDLE;
 	c->gen++;
+	c->held = 0;
 	if (reason)
 		kr_snprintf(c->reason, sizeof(c->reason), "%s", reason);
 }
@@ -133,6 +134,7 @@ static void end_request(struct kr_conn *c, int err, const char *reason)
 	kr_snprintf(why, sizeof(why), "%s", reason ? reason : "");
 	c->have_request = 0;
 	c->gen++;
+	c->held = 0;
 	if (on_end)
 		on_end(arg, err, why);
 }
@@ -419,10 +421,23 @@ static int abandoned(struct kr_conn *c, unsigned gen)
 	return 1;
 }
 
-/* Feeds n response bytes. Returns 0 to go on reading, 1 when the request ended or was abandoned. */
-static int feed(struct kr_conn *c, size_t n)
+/* on_body took only part of body[0..blen): keep the rest, and rbuf[off, n) after it. */
+static void hold(struct kr_conn *c, const char *body, size_t blen, size_t off, size_t n)
 {
-	size_t off = 0;
+	c->held = 1;
+	c->held_body = body;
+	c->held_blen = blen;
+	c->held_off = off;
+	c->held_n = n;
+	c->src.want = 0;
+}
+
+/*
+ * Feeds rbuf[off, n). Returns 0 to go on reading, 1 when the request ended or
+ * was abandoned or on_body stopped short.
+ */
+static int feed(struct kr_conn *c, size_t off, size_t n)
+{
 	unsigned gen = c->gen;
 
 	c->response_started = 1;
@@ -446,8 +461,14 @@ static int feed(struct kr_conn *c, size_t n)
 			if (c->req.on_head(c->req.arg, &c->resp) < 0 || gen != c->gen)
 				return abandoned(c, gen);
 		} else if (r == KR_HTTP_BODY && c->req.on_body) {
-			if (c->req.on_body(c->req.arg, body, blen) < 0 || gen != c->gen)
+			long took = c->req.on_body(c->req.arg, body, blen);
+
+			if (took < 0 || gen != c->gen)
 				return abandoned(c, gen);
+			if ((size_t)took < blen) {
+				hold(c, body + took, blen - (size_t)took, off, n);
+				return 1;
+			}
 		} else if (r == KR_HTTP_DONE) {
 			/* No pipelining: bytes after a response mean a confused server. */
 			int keep = c->resp.keep_alive && off == n;
@@ -511,9 +532,33 @@ static void do_receive(struct kr_conn *c)
 		c->bytes_in += (unsigned long long)n;
 		/* Any byte resets the read-idle deadline (cheap: no system call). */
 		c->timer.deadline = kr_port_now_ms() + c->idle_ms;
-		if (feed(c, (size_t)n))
+		if (feed(c, 0, (size_t)n))
 			return;
 	}
+}
+
+void kr_conn_resume(struct kr_conn *c)
+{
+	unsigned gen = c->gen;
+	long took;
+
+	if (!c->held || c->state != KR_CONN_RECEIVING)
+		return;
+	c->held = 0;
+	took = c->req.on_body(c->req.arg, c->held_body, c->held_blen);
+	if (took < 0 || gen != c->gen) {
+		abandoned(c, gen);
+		return;
+	}
+	if ((size_t)took < c->held_blen) {
+		hold(c, c->held_body + took, c->held_blen - (size_t)took, c->held_off, c->held_n);
+		return;
+	}
+	if (feed(c, c->held_off, c->held_n))
+		return;
+	/* Read on: what the socket or TLS holds, until it would block. */
+	c->src.want = KR_POLL_IN;
+	do_receive(c);
 }
 
 static void do_handshake(struct kr_conn *c)

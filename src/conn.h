@@ -77,8 +77,10 @@ struct kr_request {
 	/* Status and headers are known. Return < 0 to abandon the request: the
 	 * connection is closed and on_end gets KR_ECANCELED. */
 	int (*on_head)(void *arg, const struct kr_http_resp *resp);
-	/* Decoded body bytes, valid during the call. Return < 0 to abandon. */
-	int (*on_body)(void *arg, const char *data, size_t len);
+	/* Decoded body bytes, valid during the call. Returns how many it took:
+	 * len, or fewer to stop there (the connection keeps the rest and stops
+	 * reading until kr_conn_resume() hands it over again), or < 0 to abandon. */
+	long (*on_body)(void *arg, const char *data, size_t len);
 	/* Exactly once per request, unless kr_conn_close() ended it: err 0 =
 	 * complete response, else why it failed. May start the next request. */
 	void (*on_end)(void *arg, int err, const char *reason);
@@ -104,6 +106,11 @@ struct kr_conn {
 	int retried;                   /* already resent once after a stale reuse */
 	int response_started;          /* a response byte arrived */
 	int idle_ms;                   /* read-idle deadline of this request */
+	int held;                      /* on_body took only part: not reading */
+	const char *held_body;         /* what it did not take (inside rbuf) */
+	size_t held_blen;
+	size_t held_off;               /* rbuf[held_off, held_n) not yet parsed */
+	size_t held_n;
 	unsigned gen;                  /* bumped on every close and request end */
 	size_t reqlen;
 	size_t reqsent;
@@ -140,6 +147,13 @@ void kr_conn_close(struct kr_conn *c, const char *reason);
 
 /* Closes and unregisters c; the TLS session saved for resumption is freed too. */
 void kr_conn_free(struct kr_conn *c);
+
+/*
+ * After on_body took only part of its bytes: hands it the rest again, then
+ * parses the rest of the buffer and reads on. Does nothing unless held; on_body
+ * may stop short again. Call it from the loop (a timer), not from c's callbacks.
+ */
+void kr_conn_resume(struct kr_conn *c);
 
 /* Sets the read-idle deadline of the request in flight (e.g. learnt bookmark cadence). */
 void kr_conn_set_idle_timeout(struct kr_conn *c, int idle_ms);

@@ -252,7 +252,7 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	return 0;
 }
 
-static int on_body(void *arg, const char *data, size_t len)
+static long on_body(void *arg, const char *data, size_t len)
 {
 	struct fetch *f = arg;
 
@@ -262,7 +262,7 @@ static int on_body(void *arg, const char *data, size_t len)
 	}
 	memcpy(f->w->body + f->len, data, len);
 	f->len += len;
-	return 0;
+	return (long)len;
 }
 
 static void on_end(void *arg, int err, const char *reason)

@@ -98,13 +98,13 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	return 0;
 }
 
-static int on_body(void *arg, const char *data, size_t len)
+static long on_body(void *arg, const char *data, size_t len)
 {
 	struct kr_http_post *p = arg;
 
 	(void)data;
 	p->reply_bytes += len;
-	return p->reply_bytes > KR_HTTP_POST_REPLY_MAX ? -1 : 0;
+	return p->reply_bytes > KR_HTTP_POST_REPLY_MAX ? -1 : (long)len;
 }
 
 static void on_end(void *arg, int err, const char *reason)

@@ -200,6 +200,11 @@ void kr_json_framer_set_output(struct kr_json_framer *f, char *dst, size_t cap)
 	}
 }
 
+int kr_json_framer_busy(const struct kr_json_framer *f)
+{
+	return f->dst && (f->state == F_VALUE || f->state == F_STRING || f->state == F_ESC);
+}
+
 int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
 			size_t *consumed)
 {
@@ -614,6 +619,11 @@ void kr_json_items_set_output(struct kr_json_items *it, char *dst, size_t cap)
 		it->f.len = 0;
 		it->f.overflow = 1;
 	}
+}
+
+int kr_json_items_busy(const struct kr_json_items *it)
+{
+	return it->f.dst && it->state == L_ITEM;
 }
 
 int kr_json_items_feed(struct kr_json_items *it, const char *buf, size_t len,

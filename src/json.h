@@ -73,6 +73,12 @@ void kr_json_framer_init(struct kr_json_framer *f);
 void kr_json_framer_set_output(struct kr_json_framer *f, char *dst, size_t cap);
 
 /*
+ * Nonzero while an object is half framed into the output buffer: naming
+ * another one now would lose it, and writing over this one would corrupt it.
+ */
+int kr_json_framer_busy(const struct kr_json_framer *f);
+
+/*
  * Feeds buf[0..len); *consumed stops right after each object, so feed the rest
  * again. Returns KR_JSON_OBJECT (dst[0..f->len)), KR_JSON_SKIPPED (larger than
  * cap; f->skipped_bytes), 0 (all used, need more) or KR_EPROTO, sticky, f->error.
@@ -123,6 +129,9 @@ void kr_json_items_init(struct kr_json_items *it);
  * kr_json_framer_set_output does: call it between items.
  */
 void kr_json_items_set_output(struct kr_json_items *it, char *dst, size_t cap);
+
+/* Nonzero while an item is half copied into the output (as kr_json_framer_busy). */
+int kr_json_items_busy(const struct kr_json_items *it);
 
 /*
  * Feeds buf[0..len) of the body; *consumed stops after each item. Returns

@@ -9,7 +9,7 @@
 
 #define VERY_SHORT_WATCH_MS 1000
 #define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
-#define MAX_MOVE_RETRIES 3             /* at once after a lost tail, then with backoff */
+#define TAIL_STALL_MS 2000             /* an object in the tail silent this long may be cut */
 #define WL_DEADLINE_CAP 10             /* initial events: at most 10 quiet times in all */
 #define MAX_RETRY_AFTER_S 600          /* a server asking for more is capped */
 #define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
@@ -352,7 +352,6 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	struct kr_reflect *top = r->top;
 	size_t count;
 
-	r->tail_lost_runs = 0;
 	if (r->skipped)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held; keeping their old "
 		       "state rather than deleting it", r->res.name, r->skipped);
@@ -606,18 +605,16 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	if (r->phase == KR_PH_WATCHLIST && r->status == 200)
 		kr_loop_timer_at(r->top->loop, &r->deadline,
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
+	/* The tail is named with the first body bytes (check_output), when it is free. */
 	kr_json_framer_init(&r->framer);
 	kr_json_items_init(&r->items);
-	next_output(r);
+	r->scratch = NULL;
+	r->scratch_cap = 0;
 	r->scratch_moved = 0;
-	if (r->phase == KR_PH_LIST && r->status == 200)
-		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
-	else
-		kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
 	return 0;
 }
 
-static int on_body_status(struct kr_reflector *r, const char *data, size_t len)
+static long on_body_status(struct kr_reflector *r, const char *data, size_t len)
 {
 	size_t used;
 	int res;
@@ -631,26 +628,114 @@ static int on_body_status(struct kr_reflector *r, const char *data, size_t len)
 		if (n > 0)
 			read_status(r, r->scratch, t, n, 0);
 	}
+	return (long)len;
+}
+
+/*
+ * Every reflector frames into the one free tail of the store, one object at
+ * a time: the resource that named the tail last (tail_user) keeps it while
+ * it is in the middle of an object there. Another resource's bytes wait in
+ * its connection (which stops reading) until that object is whole, and the
+ * one in the middle yields at its next object boundary when somebody waits,
+ * so busy streams take turns object by object. Only an object whose stream
+ * has sent nothing for TAIL_STALL_MS is cut for another: its resource reads
+ * it again (lost_by_move).
+ */
+
+/* Nonzero while r has half an object in its output buffer. */
+static int framing(const struct kr_reflector *r)
+{
+	if (r->phase == KR_PH_LIST && r->status == 200)
+		return kr_json_items_busy(&r->items);
+	return kr_json_framer_busy(&r->framer);
+}
+
+/* Nonzero while r holds the tail: half an object in it, on a live response. */
+static int holds_tail(const struct kr_reflector *r)
+{
+	return r->conn.have_request && r->conn.state == KR_CONN_RECEIVING && framing(r);
+}
+
+/* Some other resource's bytes wait for the tail. */
+static int tail_wanted(const struct kr_reflector *r)
+{
+	const struct kr_reflect *top = r->top;
+	int i;
+
+	for (i = 0; i < top->nrefl; i++)
+		if (&top->refl[i] != r && top->refl[i].tail_waiting)
+			return 1;
 	return 0;
 }
 
 /*
- * Every reflector frames into the one free tail of the store. If another
- * reflector wrote there (framed, committed, compacted) since this one named
- * its buffer, that buffer is stale: name the tail again before writing a
- * byte. Half an object framed before is lost (it comes out as SKIPPED with
- * nothing kept); on_body then ends the response, to read it again.
+ * The tail is free: every resource waiting for it but `from` (the one that
+ * just let it go, may be NULL) looks again, in the next loop pass.
+ */
+static void tail_released(struct kr_reflect *top, const struct kr_reflector *from)
+{
+	int i;
+
+	for (i = 0; i < top->nrefl; i++)
+		if (top->refl[i].tail_waiting && &top->refl[i] != from)
+			kr_loop_timer_at(top->loop, &top->refl[i].tail_wait, kr_port_now_ms());
+}
+
+/* r waits for the tail until at (or until tail_released says it is free). */
+static void wait_for_tail(struct kr_reflector *r, kr_ms_t at)
+{
+	r->tail_waiting = 1;
+	kr_loop_timer_at(r->top->loop, &r->tail_wait, at);
+}
+
+/* Nonzero if r must hold its bytes back because another resource holds the tail. */
+static int tail_busy(struct kr_reflector *r)
+{
+	struct kr_reflector *h = r->top->tail_user;
+	kr_ms_t now;
+
+	if (!h || h == r || !holds_tail(h))
+		return 0;
+	now = kr_port_now_ms();
+	if (now - h->body_at >= TAIL_STALL_MS) {
+		kr_log(KR_LOG_INFO, "%s: %s sent nothing for %d ms in the middle of an object; "
+		       "it will read that object again", r->res.name, h->res.name, TAIL_STALL_MS);
+		r->tail_cuts++;
+		return 0;
+	}
+	r->tail_waits++;
+	wait_for_tail(r, h->body_at + TAIL_STALL_MS);
+	return 1;
+}
+
+static void on_tail_wait(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_reflector *r = t->arg;
+
+	(void)loop;
+	r->tail_waiting = 0;
+	if (r->conn.held)
+		kr_conn_resume(&r->conn);
+	else
+		tail_released(r->top, r);  /* its request ended meanwhile: the next one may go */
+}
+
+/*
+ * Names the tail as r's output before r writes a byte, unless r named it
+ * last and nothing was framed, committed or compacted there since. Renamed in
+ * the middle of an object (after another cut it), that object is lost: it
+ * comes out as SKIPPED with nothing kept, and on_body ends the response.
  */
 static void check_output(struct kr_reflector *r)
 {
 	struct kr_reflect *top = r->top;
 	struct kr_store *s = top->store;
 
-	if (top->tail_user == r && r->scratch_used == s->used &&
+	if (r->scratch && top->tail_user == r && r->scratch_used == s->used &&
 	    r->scratch_compactions == s->compactions)
 		return;
 	top->tail_user = r;
-	r->scratch_moved = 1;
+	r->scratch_moved = framing(r);
 	next_output(r);
 	if (r->phase == KR_PH_LIST && r->status == 200)
 		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
@@ -666,24 +751,23 @@ static int lost_by_move(struct kr_reflector *r, size_t kept)
 	kr_log(KR_LOG_INFO, "%s: another resource's object took the buffer of one in progress; "
 	       "reading it again", r->res.name);
 	r->tail_lost = 1;
+	r->tail_rereads++;
 	return 1;
 }
 
-static int on_body(void *arg, const char *data, size_t len)
+/* Frames data[0..len) into the tail. Returns the bytes taken (fewer to yield the tail) or -1. */
+static long take_body(struct kr_reflector *r, const char *data, size_t len)
 {
-	struct kr_reflector *r = arg;
+	size_t left = len;
 
-	check_output(r);
-	if (r->status != 200)
-		return on_body_status(r, data, len);
-	while (len > 0) {
+	while (left > 0) {
 		size_t used = 0;
 		int res;
 
 		if (r->phase == KR_PH_LIST) {
-			res = kr_json_items_feed(&r->items, data, len, &used);
+			res = kr_json_items_feed(&r->items, data, left, &used);
 			data += used;
-			len -= used;
+			left -= used;
 			if (res == KR_JSON_OBJECT) {
 				r->scratch_moved = 0;
 				list_item(r, r->items.len);
@@ -703,39 +787,59 @@ static int on_body(void *arg, const char *data, size_t len)
 			} else {
 				continue;
 			}
-			next_output(r);
-			kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
-			continue;
-		}
-		res = kr_json_framer_feed(&r->framer, data, len, &used);
-		data += used;
-		len -= used;
-		if (res == KR_JSON_OBJECT) {
-			r->scratch_moved = 0;
-			if (r->phase == KR_PH_WATCH)
-				r->tail_lost_runs = 0; /* progress that a re-watch keeps */
-			if (watch_event(r, r->framer.len) < 0)
-				return -1;
-		} else if (res == KR_JSON_SKIPPED) {
-			if (lost_by_move(r, r->framer.len))
-				return -1;
-			r->scratch_moved = 0;
-			/* A change that cannot even be named must not go unnoticed: relist. */
-			if (skipped_object(r, r->framer.len, r->framer.skipped_bytes, "object.") < 0 &&
-			    r->phase == KR_PH_WATCH)
-				return -1;
-		} else if (res < 0) {
-			kr_log(KR_LOG_ERROR, "%s: malformed watch stream: %s", r->res.name,
-			       r->framer.error ? r->framer.error : "?");
-			r->stream_error = 1;
-			return -1;
 		} else {
-			continue;
+			res = kr_json_framer_feed(&r->framer, data, left, &used);
+			data += used;
+			left -= used;
+			if (res == KR_JSON_OBJECT) {
+				r->scratch_moved = 0;
+				if (watch_event(r, r->framer.len) < 0)
+					return -1;
+			} else if (res == KR_JSON_SKIPPED) {
+				if (lost_by_move(r, r->framer.len))
+					return -1;
+				r->scratch_moved = 0;
+				/* A change that cannot even be named must not go unnoticed: relist. */
+				if (skipped_object(r, r->framer.len, r->framer.skipped_bytes, "object.") < 0 &&
+				    r->phase == KR_PH_WATCH)
+					return -1;
+			} else if (res < 0) {
+				kr_log(KR_LOG_ERROR, "%s: malformed watch stream: %s", r->res.name,
+				       r->framer.error ? r->framer.error : "?");
+				r->stream_error = 1;
+				return -1;
+			} else {
+				continue;
+			}
+		}
+		/* An object is done: between objects, the tail goes to whoever waits for it. */
+		if (left > 0 && tail_wanted(r)) {
+			r->tail_yields++;
+			wait_for_tail(r, kr_port_now_ms() + TAIL_STALL_MS);
+			return (long)(len - left);
 		}
 		next_output(r);
-		kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
+		if (r->phase == KR_PH_LIST)
+			kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
+		else
+			kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
 	}
-	return 0;
+	return (long)len;
+}
+
+static long on_body(void *arg, const char *data, size_t len)
+{
+	struct kr_reflector *r = arg;
+	long took;
+
+	if (tail_busy(r))
+		return 0;
+	r->body_at = kr_port_now_ms();
+	check_output(r);
+	took = r->status != 200 ? on_body_status(r, data, len) : take_body(r, data, len);
+	if (took >= 0 && !framing(r))
+		tail_released(r->top, r);
+	return took;
 }
 
 /* After a 429 or 503 with Retry-After: the same request again, at most 10 times. */
@@ -772,23 +876,16 @@ static void again_watch_list(struct kr_reflector *r)
 }
 
 /*
- * The response was ended because another resource's object took the store's
- * tail in the middle of one of ours (lost_by_move): the stream was fine, so
- * the same request goes again without a backoff step or a relist, after a
- * short random wait (up to 0.2, 0.4, 0.8 s) so that resources that collided
- * do not start together and collide again; after MAX_MOVE_RETRIES in a row
- * without progress, with backoff.
+ * The response was ended because another resource took the store's tail
+ * in the middle of one of ours (lost_by_move), which it does only after our
+ * stream sent nothing for TAIL_STALL_MS mid-object: the same request goes
+ * again (no relist), after a backoff step as for any stream that failed.
  */
 static int again_after_move(struct kr_reflector *r, void (*again)(struct kr_reflector *))
 {
 	if (!r->tail_lost)
 		return 0;
-	if (++r->tail_lost_runs > MAX_MOVE_RETRIES) {
-		r->tail_lost_runs = 0;
-		backoff_then(r, again, "objects of several resources kept colliding");
-	} else {
-		wait_then(r, kr_rand_range(&r->top->rand, 1, 100LL << r->tail_lost_runs), again);
-	}
+	backoff_then(r, again, "the stream stalled in the middle of an object, which was cut");
 	return 1;
 }
 
@@ -1046,6 +1143,8 @@ static void on_end(void *arg, int err, const char *reason)
 {
 	struct kr_reflector *r = arg;
 
+	tail_released(r->top, NULL);
+
 	kr_log(KR_LOG_DEBUG, "%s: %s request ended: status %d, %lu events, %s%s%s", r->res.name,
 	       r->phase == KR_PH_LIST ? "list" : r->phase == KR_PH_WATCH ? "watch" : "watch-list",
 	       r->status, r->events, err ? kr_strerror(err) : "complete", err ? ": " : "",
@@ -1227,6 +1326,7 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
 			    r->top->opts.initial_events_timeout_ms);
 	kr_conn_close(&r->conn, why);
+	tail_released(r->top, NULL);
 	watch_list_fallback(r, 1, why);
 }
 
@@ -1280,6 +1380,8 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 		r->deadline.arg = r;
 		r->resync.fire = on_resync;
 		r->resync.arg = r;
+		r->tail_wait.fire = on_tail_wait;
+		r->tail_wait.arg = r;
 		kr_backoff_init(&r->backoff, &top->rand, kr_port_now_ms());
 	}
 	return 0;
@@ -1312,6 +1414,8 @@ void kr_reflect_stop(struct kr_reflect *top)
 		kr_loop_timer_cancel(top->loop, &r->wait);
 		kr_loop_timer_cancel(top->loop, &r->deadline);
 		kr_loop_timer_cancel(top->loop, &r->resync);
+		kr_loop_timer_cancel(top->loop, &r->tail_wait);
+		r->tail_waiting = 0;
 		kr_conn_close(&r->conn, "stopping");
 	}
 }

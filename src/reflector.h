@@ -93,7 +93,6 @@ struct kr_reflector {
 	int retry_after_count;
 	int stream_error;              /* the body broke framing or JSON */
 	int tail_lost;                 /* ended: another resource took the tail mid-object */
-	int tail_lost_runs;            /* such ends in a row (reset by a completed sync) */
 	int error_event;               /* an ERROR event arrived: its Status below */
 	int err_code;
 	char err_reason[64];
@@ -112,11 +111,17 @@ struct kr_reflector {
 	size_t scratch_cap;
 	size_t scratch_used;           /* the store's tail (used, compactions) when named */
 	unsigned long scratch_compactions;
-	int scratch_moved;             /* renamed mid-response: an object in progress is lost */
+	int scratch_moved;             /* renamed mid-object: the object in progress is lost */
+	int tail_waiting;              /* holding its bytes back until the tail is free */
+	struct kr_timer tail_wait;     /* when to look at the tail again */
+	kr_ms_t body_at;               /* when the last body bytes were taken */
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
 	unsigned long lists, watch_lists, watches, relists, errors;
+	/* the shared tail: bytes held back for another's object, turns given at
+	 * an object boundary, stalled objects cut, own objects read again */
+	unsigned long tail_waits, tail_yields, tail_cuts, tail_rereads;
 	kr_ms_t cycle_start;
 };
 
@@ -130,7 +135,7 @@ struct kr_reflect {
 	struct kr_conn_cfg conn_cfg;
 	struct kr_auth *auth;          /* bearer token (re-read from its file), or NULL */
 	int watch_list_unsupported;    /* remembered for this server */
-	struct kr_reflector *tail_user; /* the last to write into the store's free tail */
+	struct kr_reflector *tail_user; /* the last to name the store's free tail */
 	struct kr_rand rand;
 	struct kr_reflector *refl;     /* caller-owned array */
 	int nrefl;

@@ -1475,11 +1475,9 @@ int kr_sim_server_pump(int s, kr_ms_t now)
 			did = 1;
 			break;
 		}
-		if (!c->frozen && c->f.freeze_after >= 0 && sent >= (uint64_t)c->f.freeze_after) {
+		if (!c->frozen && c->f.freeze_after >= 0) {
 			c->frozen = 1;
-			kr_sim_sock_freeze(s, now + c->f.freeze_ms);
-			kr_sim_trace("fd %d: fault: link freezes %d ms after %llu bytes", 100 + s, c->f.freeze_ms,
-				     (unsigned long long)sent);
+			kr_sim_sock_freeze_at(s, c->base + (uint64_t)c->f.freeze_after, c->f.freeze_ms);
 		}
 		switch (c->kind) {
 		case RK_STATUS:

@@ -244,7 +244,8 @@ struct kr_sim_fault {
 	int64_t eof_after;             /* response bytes, then the server closes (-1: none) */
 	int64_t stall_after;           /* response bytes, then the server pauses stall_ms */
 	int stall_ms;
-	int64_t freeze_after;          /* response bytes, then the link delivers nothing for freeze_ms */
+	int64_t freeze_after;          /* response bytes read, then the link delivers nothing for
+					  freeze_ms (cut there exactly: mid-object, mid-record) */
 	int freeze_ms;
 	int ev_after;                  /* watch: events (bookmarks included), list: items, before ev_fault */
 	int ev_fault;                  /* enum kr_sim_evfault */
@@ -372,6 +373,8 @@ void kr_sim_sock_consume(int s, size_t n);
 uint64_t kr_sim_sock_written(int s);
 /* The link of slot s delivers nothing until until. */
 void kr_sim_sock_freeze(int s, kr_ms_t until);
+/* The link of slot s delivers up to stream offset `offset`, then nothing for ms. */
+void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms);
 /*
  * Reports a FAILURE observation once the client has read the failing piece
  * [start, at) of the stream: the network delivers it alone and whole in one

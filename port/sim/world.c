@@ -71,6 +71,8 @@ struct sock {
 	uint64_t fin_at, rst_at;       /* offsets after which the client sees EOF / a reset */
 	kr_ms_t fin_time, rst_time;
 	kr_ms_t frozen_until;
+	uint64_t freeze_at;            /* the client reads up to here, then the link freezes */
+	int freeze_ms;
 	int server_closed;
 	struct verdict verdicts[VERDICTS];
 	int nverdicts;
@@ -359,7 +361,7 @@ int kr_port_tcp_connect(const struct kr_addr *addr)
 	memset(k, 0, sizeof(*k));
 	k->owner = -1;
 	k->latency = (int)kr_sim_range(st->latency_min_ms, st->latency_max_ms);
-	k->fin_at = k->rst_at = NO_OFFSET;
+	k->fin_at = k->rst_at = k->freeze_at = NO_OFFSET;
 	/* How this connection's bytes are cut on the way: mostly as written, some in random
 	 * pieces, a few a handful of bytes at a time. */
 	k->recv_mode = kr_sim_chance(850) ? RECV_WHOLE : kr_sim_chance(900) ? RECV_RANDOM : RECV_TINY;
@@ -428,6 +430,8 @@ static uint64_t visible_end(const struct sock *k)
 		end = k->marks[i].end;
 	if (k->rst_at != NO_OFFSET && end > k->rst_at)
 		end = k->rst_at;
+	if (k->freeze_at != NO_OFFSET && end > k->freeze_at)
+		end = k->freeze_at > k->rtotal ? k->freeze_at : k->rtotal;
 	return end;
 }
 
@@ -485,6 +489,12 @@ long kr_port_recv(int fd, void *buf, size_t len)
 	memcpy(buf, outbuf[k - socks] + pos, first);
 	memcpy((char *)buf + first, outbuf[k - socks], n - first);
 	k->rtotal += n;
+	if (k->freeze_at != NO_OFFSET && k->rtotal >= k->freeze_at) {
+		k->frozen_until = w.now + k->freeze_ms;
+		k->freeze_at = NO_OFFSET;
+		kr_sim_trace("fd %d: fault: link freezes %d ms after %llu bytes read", fd, k->freeze_ms,
+			     (unsigned long long)k->rtotal);
+	}
 	while (k->nmarks > 0 && k->marks[0].end <= k->rtotal) {
 		memmove(k->marks, k->marks + 1, (size_t)(k->nmarks - 1) * sizeof(k->marks[0]));
 		k->nmarks--;
@@ -633,6 +643,12 @@ void kr_sim_sock_freeze(int s, kr_ms_t until)
 		socks[s].frozen_until = until;
 }
 
+void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms)
+{
+	socks[s].freeze_at = offset;
+	socks[s].freeze_ms = ms;
+}
+
 void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int min_wait_ms, const char *what)
 {
 	struct sock *k = &socks[s];
@@ -714,9 +730,11 @@ void kr_sim_net_thaw_all(void)
 {
 	int s;
 
-	for (s = 0; s < KR_SIM_SOCKETS; s++)
+	for (s = 0; s < KR_SIM_SOCKETS; s++) {
 		if (socks[s].frozen_until > w.now)
 			socks[s].frozen_until = w.now;
+		socks[s].freeze_at = NO_OFFSET;
+	}
 }
 
 /* --- the scheduler ---------------------------------------------------------------------------- */

@@ -162,6 +162,73 @@ static const char *one_list(const struct kr_reflect *top)
 	return NULL;
 }
 
+/*
+ * Two resources' lists stream at once, their objects cut across many reads
+ * and chunks: the one in the middle of an object keeps the store's tail, the
+ * other's bytes wait, and at each object boundary they take turns. No object
+ * is read twice (each such read once restarted a request; resources that
+ * restarted together could livelock). With stall, the configmaps' server goes
+ * quiet for 10 s (not 0.1 s) halfway into an object: after 2 s the secrets
+ * take the tail, and the configmaps read that object again.
+ */
+static void two_lists(struct scenario *sc, int stall)
+{
+	struct kr_sim_fault f;
+	int i;
+
+	server(0, 0);
+	kr_sim_force_size(20000);
+	for (i = 0; i < 12; i++) {
+		kr_sim_create(KR_SIM_CONFIGMAPS, 3 * i);
+		kr_sim_create(KR_SIM_SECRETS, 3 * i);
+	}
+	kr_sim_force_size(0);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sim_mirror(sc, 1, KR_SIM_SECRETS, 0, KR_SIM_SEL_NONE, 0);
+	sc->opts.watch_list = KR_WL_OFF;
+	/* A pause halfway into the second configmap lets the secrets' list begin meanwhile. */
+	kr_sim_fault_none(&f);
+	f.freeze_after = 30000;
+	f.freeze_ms = stall ? 10000 : 100;
+	script("configmaps", 0, 1, &f, NULL);
+	kr_sim_fault_none(&f);
+	script("secrets", 0, 1, &f, NULL);
+}
+
+static void tail_turns(struct scenario *sc)
+{
+	two_lists(sc, 0);
+}
+
+static void tail_stall(struct scenario *sc)
+{
+	two_lists(sc, 1);
+}
+
+static const char *took_turns(const struct kr_reflect *top)
+{
+	const struct kr_reflector *r = top->refl;
+
+	if (r[0].tail_rereads + r[1].tail_rereads)
+		return "an object was read twice: another resource wrote over it";
+	if (!(r[0].tail_waits + r[1].tail_waits) || !(r[0].tail_yields + r[1].tail_yields))
+		return "the two lists never met in the tail: the scenario tests nothing";
+	if (r[0].lists != 1 || r[1].lists != 1)
+		return "a list was restarted";
+	return NULL;
+}
+
+static const char *cut_once(const struct kr_reflect *top)
+{
+	const struct kr_reflector *r = top->refl;
+
+	if (r[1].tail_cuts != 1 || r[0].tail_rereads != 1)
+		return "the stalled object was not cut exactly once and read again";
+	if (r[1].tail_rereads)
+		return "the secrets lost an object";
+	return NULL;
+}
+
 static const struct regression regressions[] = {
 	{ "continue-expired", "an object seen before the continue token expired, gone by the full list", continue_expired, NULL },
 	{ "dns-cache", "a reconnect within the DNS cache dialled 0.0.0.0", dns_cache, NULL },
@@ -169,6 +236,8 @@ static const struct regression regressions[] = {
 	{ "deleted-not-held", "a DELETED for an object not held went to the sinks a second time", deleted_not_held, NULL },
 	{ "token-rotated-in-flight", "a 401 after a rotation is retried at once, without a relist",
 	  token_rotated_in_flight, one_list },
+	{ "tail-turns", "two resources framing into the shared tail cut each other's objects", tail_turns, took_turns },
+	{ "tail-stall", "an object stalled in the shared tail holds the others back for good", tail_stall, cut_once },
 };
 
 const struct regression *sim_regressions(size_t *n)

@@ -113,6 +113,7 @@ static const char *self = "build/sim/sim";
 
 static struct {
 	unsigned long seeds, regressions, passed, failed, writes, storms, events, attempts, compactions, not_held;
+	unsigned long tail_waits, tail_yields, tail_cuts, tail_rereads;
 	double sim_hours;
 	int shown;
 } total;
@@ -727,6 +728,12 @@ static int run_world(uint64_t seed, const struct regression *rg)
 	}
 	if (!t.compactions)
 		t.compactions = store.compactions;
+	for (i = 0; i < t.sc.nres; i++) {
+		total.tail_waits += reflectors[i].tail_waits;
+		total.tail_yields += reflectors[i].tail_yields;
+		total.tail_cuts += reflectors[i].tail_cuts;
+		total.tail_rereads += reflectors[i].tail_rereads;
+	}
 	kr_reflect_stop(&top);
 	if (!t.failed && kr_sim_open_descriptors() != 0)
 		violation(0, "%d descriptors still open after every connection was closed", kr_sim_open_descriptors());
@@ -844,6 +851,8 @@ int main(int argc, char **argv)
 	       "at most %d attempts per outage minute allowed\n",
 	       total.regressions, total.seeds, dt, dt > 0 ? (double)total.seeds / dt : 0.0, total.sim_hours, total.writes,
 	       total.storms, total.events, total.attempts, total.compactions, total.not_held, t.max_per_minute);
+	printf("sim: the shared tail: %lu waits for another's object, %lu turns given, %lu stalled objects cut, "
+	       "%lu objects read again\n", total.tail_waits, total.tail_yields, total.tail_cuts, total.tail_rereads);
 	printf("%lu passed, %lu failed\n", total.passed, total.failed);
 	return total.failed ? 1 : 0;
 }

@@ -50,7 +50,7 @@ static int on_head(void *arg, const struct kr_http_resp *r)
 	return 0;
 }
 
-static int on_body(void *arg, const char *data, size_t len)
+static long on_body(void *arg, const char *data, size_t len)
 {
 	struct run *run = arg;
 	size_t i;
@@ -58,7 +58,7 @@ static int on_body(void *arg, const char *data, size_t len)
 	for (i = 0; i < len; i++)
 		run->hash = (run->hash ^ (unsigned char)data[i]) * 16777619ul;
 	run->body_bytes += len;
-	return 0;
+	return (long)len;
 }
 
 static void start_next(struct run *run);
