@@ -842,12 +842,12 @@ static long on_body(void *arg, const char *data, size_t len)
 	return took;
 }
 
-/* After a 429 or 503 with Retry-After: the same request again, at most 10 times. */
+/* After a 429 or any 5xx with Retry-After (client-go's REST layer): the same request again, at most 10 times. */
 static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
 {
 	long s = r->retry_after_s;
 
-	if ((r->status != 429 && r->status != 503) || s < 0 || r->retry_after_count >= MAX_RETRY_AFTER)
+	if ((r->status != 429 && r->status < 500) || s < 0 || r->retry_after_count >= MAX_RETRY_AFTER)
 		return 0;
 	if (s > MAX_RETRY_AFTER_S)
 		s = MAX_RETRY_AFTER_S;

@@ -650,6 +650,9 @@ class ApiConnection:
                         want = st.rv + 1000
                     stt = kstore.status_too_large_variant(f["too_large"], want, st.rv)
                     stt["code"] = code
+                    if f.get("retry_after") is not None:
+                        # 0: no retryAfterSeconds and no Retry-After header.
+                        stt.setdefault("details", {})["retryAfterSeconds"] = f["retry_after"]
                 if code == 410 and "continue" in req.query and not f.get("message"):
                     stt["message"] = kstore.MSG_CONTINUE_EXPIRED
                 self.send_status(req, stt)

@@ -710,7 +710,10 @@ def t_full_list_if_too_large(s):
     specs = [L(rv="0", limit=500)]
     nreq = 1
     for variant in ("cause", "cause_message", "message"):
-        s.ctl.fault(kind="status", code=504, too_large=variant, match="configmaps?resourceVersion=", count=1)
+        # Without Retry-After, as the reflector sees it once client-go's REST layer
+        # has used up its retries (TooLargeListRetryAfter has the header).
+        s.ctl.fault(kind="status", code=504, too_large=variant, retry_after=0,
+                    match="configmaps?resourceVersion=", count=1)
         nreq += 3       # W (ERROR 410), L 504, L "" (then the next relist after a backoff)
         r = s.wait_reqs(nreq, timeout=15, what="the relist after a 504 (%s)" % variant, done=True)
         specs += [W(ANY), L(rv=ANY, status=504), L()]
@@ -731,6 +734,28 @@ def t_full_list_if_too_large(s):
                                                                lst["query"]["resourceVersion"], syn[i]))
         check(gap(r[2 + 3 * i], r[3 + 3 * i]) < late(0.7), "the RV=\"\" list came %.2f s after the 504 (relist %d)"
               % (gap(r[2 + 3 * i], r[3 + 3 * i]), i + 1))
+
+
+@scenario("TooLargeListRetryAfter", 8)
+def t_too_large_retry_after(s):
+    """The API server's 504 TooLarge carries Retry-After: 1 (its watch cache
+    is behind the RV asked for): client-go's REST layer repeats the same list
+    after it, before the reflector would fall back to a consistent read."""
+    s.server("--initial", 3)
+    s.ctl.fault(kind="watch_error", code=410, watch=True, count=1)
+    s.ctl.fault(kind="status", code=504, too_large="cause", match="configmaps?resourceVersion=", count=1)
+    kr = s.kreflect("--watch-list", "off")
+    kr.wait_synced(2, timeout=15)
+    s.create("x")
+    kr.wait_event("ADDED", "x")
+    s.check_mirror(kr)
+    s.settle()
+    r = s.reqs()
+    expect_requests(r, [L(rv="0", limit=500), W(ANY), L(rv=ANY, status=504), L(rv=ANY), W(ANY, status="open")])
+    check(r[2]["query"]["resourceVersion"] == r[3]["query"]["resourceVersion"] != "",
+          "the list after the 504 asked for RV %r, the 504's for %r" % (r[3]["query"].get("resourceVersion"),
+                                                                       r[2]["query"].get("resourceVersion")))
+    check(gap(r[2], r[3]) >= 0.95, "the list was repeated %.2f s after Retry-After: 1" % gap(r[2], r[3]))
 
 
 @scenario("TestNoRelistOnTooManyRequests", 9)
@@ -1453,6 +1478,29 @@ def t_list_retry_after(s):
     r = s.reqs()
     expect_requests(r, [L(rv="0", limit=500, status=503), L(rv="0", limit=500), W(rv0, status="open")])
     check(gap(r[0], r[1]) >= 0.95, "LIST repeated %.2f s after Retry-After: 1" % gap(r[0], r[1]))
+
+
+@scenario("ServerErrorRetryAfter", 6)
+def t_server_error_retry_after(s):
+    """client-go's REST layer honours Retry-After on a 429 and on any 5xx,
+    not only 503: a 500 asking for 3 s is repeated after 3 s (a backoff step
+    would be 0.8-1.6 s), a 502 on the watch likewise, each the same request."""
+    s.server("--initial", 3)
+    rv0 = s.rv()
+    s.ctl.fault(kind="status", code=500, retry_after=3, watch=False, count=1)
+    s.ctl.fault(kind="status", code=502, retry_after=2, watch=True, count=1)
+    kr = s.kreflect("--watch-list", "off")
+    kr.wait_synced(1, timeout=10)
+    s.create("x")
+    kr.wait_event("ADDED", "x", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    r = s.reqs()
+    expect_requests(r, [L(rv="0", limit=500, status=500), L(rv="0", limit=500),
+                        W(rv0, status=502), W(rv0, status="open")])
+    check(gap(r[0], r[1]) >= 2.95, "LIST repeated %.2f s after a 500 with Retry-After: 3" % gap(r[0], r[1]))
+    check(gap(r[2], r[3]) >= 1.95, "watch repeated %.2f s after a 502 with Retry-After: 2" % gap(r[2], r[3]))
+    check("retrying in 3 s as it asked" in kr.stderr(), "no log line for the wait: %s" % kr.stderr_tail())
 
 
 @scenario("WatchListRetryAfter", 4)
