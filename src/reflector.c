@@ -544,16 +544,22 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 	} else {
 		struct kr_store_view old;
 
-		kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: larger than the "
-		       "space for it (%zu bytes)", r->res.name, m.key, size, have);
 		res = kr_store_put(r->top->store, r->index, m.key, m.keylen, m.rv, m.uid, NULL, 0,
 				   r->gen, &old);
 		if (res < 0) {
 			r->skipped++;
 			return -1;
 		}
-		/* The store dropped the old object: so do the sinks (ADDED again once held). */
-		emit_view(r, KR_EV_DELETED, &old);
+		/*
+		 * UNCHANGED: the store holds this very version (an event repeated after a
+		 * re-watch), so nothing is lost. Else the store dropped the old object:
+		 * so do the sinks (ADDED again once held).
+		 */
+		if (res != KR_STORE_UNCHANGED) {
+			kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: larger than the "
+			       "space for it (%zu bytes)", r->res.name, m.key, size, have);
+			emit_view(r, KR_EV_DELETED, &old);
+		}
 	}
 	if (prefix[0] && r->phase == KR_PH_WATCH)
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
