@@ -6,8 +6,12 @@
  *
  *   http_get [--ca F] [--insecure] [--plain] [--name N] [--idle-ms N]
  *            [--connect-ms N] [--reconnect] [--token T] [--proxy URL]
- *            [--no-proxy LIST] HOST PORT PATH...
+ *            [--no-proxy LIST] [--take N] HOST PORT PATH...
  *
+ * --take N takes at most N body bytes per on_body call: the connection keeps
+ * the rest and stops reading until a timer due at once calls kr_conn_resume
+ * (the back-pressure the reflector uses when another resource holds the
+ * store's tail); the final line then counts the partial takes.
  * --reconnect closes the connection between requests (to show resumption).
  * --proxy tunnels through an http:// proxy with CONNECT; --no-proxy applies
  * the NO_PROXY rule (kr_proxy_bypass) to HOST and prints "proxy: bypassed".
@@ -28,6 +32,7 @@ static struct kr_tls_ctx tls_ctx;
 static struct kr_loop loop;
 static struct kr_conn conn;
 static struct kr_proxy proxy;
+static struct kr_timer resume_timer;
 
 struct run {
 	char **paths;
@@ -36,6 +41,8 @@ struct run {
 	int reconnect;
 	int idle_ms;
 	const char *token;
+	size_t take;                   /* 0: all */
+	unsigned long partial_takes;
 	unsigned long long body_bytes;
 	unsigned long hash;
 	int status;
@@ -50,15 +57,26 @@ static int on_head(void *arg, const struct kr_http_resp *r)
 	return 0;
 }
 
+static void on_resume(struct kr_loop *l, struct kr_timer *t)
+{
+	(void)l;
+	(void)t;
+	kr_conn_resume(&conn);
+}
+
 static long on_body(void *arg, const char *data, size_t len)
 {
 	struct run *run = arg;
-	size_t i;
+	size_t i, n = run->take && len > run->take ? run->take : len;
 
-	for (i = 0; i < len; i++)
+	for (i = 0; i < n; i++)
 		run->hash = (run->hash ^ (unsigned char)data[i]) * 16777619ul;
-	run->body_bytes += len;
-	return (long)len;
+	run->body_bytes += n;
+	if (n < len) {
+		run->partial_takes++;
+		kr_loop_timer_at(&loop, &resume_timer, kr_port_now_ms());
+	}
+	return (long)n;
 }
 
 static void start_next(struct run *run);
@@ -148,6 +166,8 @@ int main(int argc, char **argv)
 			proxy_url = argv[++i];
 		} else if (strcmp(argv[i], "--no-proxy") == 0 && i + 1 < argc) {
 			no_proxy = argv[++i];
+		} else if (strcmp(argv[i], "--take") == 0 && i + 1 < argc) {
+			run.take = (size_t)strtoul(argv[++i], NULL, 10);
 		} else if (strcmp(argv[i], "-v") == 0) {
 			kr_log_set_level(KR_LOG_DEBUG);
 		} else {
@@ -183,6 +203,7 @@ int main(int argc, char **argv)
 		cfg.tls = &tls_ctx;
 	}
 	kr_loop_init(&loop);
+	resume_timer.fire = on_resume;
 	if (kr_conn_init(&conn, &loop, &cfg) != 0)
 		return 1;
 	start_next(&run);
@@ -191,6 +212,8 @@ int main(int argc, char **argv)
 	printf("connects %lu requests %lu full-handshakes %u resumed-handshakes %u "
 	       "wakeups %lu bytes-in %llu\n", conn.connects, conn.requests,
 	       conn.tls.full_handshakes, conn.tls.resumed_handshakes, loop.wakeups, conn.bytes_in);
+	if (run.take)
+		printf("partial-takes %lu\n", run.partial_takes);
 	kr_conn_free(&conn);
 	return run.failures ? 1 : 0;
 }

@@ -56,6 +56,19 @@ if [ $rc -eq 0 ] && [ -n "$h1" ] && [ "$h1" = "$h2" ]; then
 	ok "1-byte TLS records: same 700-byte body ($h2)"
 else bad "1-byte TLS records" "$dir/tiny.out"; fi
 
+# 2b. on_body taking at most 7 bytes a call (the rest kept, reading stopped until
+#     kr_conn_resume): the same bodies, over TLS records and chunks, on one
+#     kept-alive connection.
+run whole $tls 127.0.0.1 "$port" /chunked/40/1000 /hello /tiny/700
+run take $tls --take 7 127.0.0.1 "$port" /chunked/40/1000 /hello /tiny/700
+w=$(grep '^request' "$dir/whole.out")
+t=$(grep '^request' "$dir/take.out")
+takes=$(sed -n 's/^partial-takes //p' "$dir/take.out")
+if [ $rc -eq 0 ] && [ -n "$w" ] && [ "$w" = "$t" ] && has take "^connects 1 requests 3" &&
+	[ "${takes:-0}" -gt 1000 ]; then
+	ok "partial takes: same 3 bodies 7 bytes at a time ($takes holds, 1 connection)"
+else bad "partial takes (holds: $takes)" "$dir/take.out"; fi
+
 # 3. A server that stalls mid-body: the read-idle deadline closes it, with no
 #    poll() wake-ups while waiting.
 t0=$(date +%s%N)
