@@ -200,9 +200,19 @@ void kr_json_framer_set_output(struct kr_json_framer *f, char *dst, size_t cap)
 	}
 }
 
+static int in_object(const struct kr_json_framer *f)
+{
+	return f->state == F_VALUE || f->state == F_STRING || f->state == F_ESC;
+}
+
 int kr_json_framer_busy(const struct kr_json_framer *f)
 {
-	return f->dst && (f->state == F_VALUE || f->state == F_STRING || f->state == F_ESC);
+	return f->dst && !f->overflow && in_object(f);
+}
+
+int kr_json_framer_outgrown(const struct kr_json_framer *f)
+{
+	return f->dst && f->overflow && f->len && in_object(f);
 }
 
 int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
@@ -623,7 +633,12 @@ void kr_json_items_set_output(struct kr_json_items *it, char *dst, size_t cap)
 
 int kr_json_items_busy(const struct kr_json_items *it)
 {
-	return it->f.dst && it->state == L_ITEM;
+	return it->f.dst && !it->f.overflow && it->state == L_ITEM;
+}
+
+int kr_json_items_outgrown(const struct kr_json_items *it)
+{
+	return it->f.dst && it->f.overflow && it->f.len && it->state == L_ITEM;
 }
 
 int kr_json_items_feed(struct kr_json_items *it, const char *buf, size_t len,

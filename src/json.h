@@ -73,10 +73,18 @@ void kr_json_framer_init(struct kr_json_framer *f);
 void kr_json_framer_set_output(struct kr_json_framer *f, char *dst, size_t cap);
 
 /*
- * Nonzero while an object is half framed into the output buffer: naming
- * another one now would lose it, and writing over this one would corrupt it.
+ * Nonzero while an object is half framed into the output buffer and still
+ * fits it: naming another one now would lose it, and writing over this one
+ * would corrupt it. (One that outgrew it comes out SKIPPED whatever happens.)
  */
 int kr_json_framer_busy(const struct kr_json_framer *f);
+
+/*
+ * Nonzero while an object is half framed and has outgrown the output
+ * buffer: its first len bytes are there, the rest will not be (it comes out
+ * SKIPPED); until a new output is named.
+ */
+int kr_json_framer_outgrown(const struct kr_json_framer *f);
 
 /*
  * Feeds buf[0..len); *consumed stops right after each object, so feed the rest
@@ -132,6 +140,8 @@ void kr_json_items_set_output(struct kr_json_items *it, char *dst, size_t cap);
 
 /* Nonzero while an item is half copied into the output (as kr_json_framer_busy). */
 int kr_json_items_busy(const struct kr_json_items *it);
+/* Nonzero while an item has outgrown the output buffer (as kr_json_framer_outgrown). */
+int kr_json_items_outgrown(const struct kr_json_items *it);
 
 /*
  * Feeds buf[0..len) of the body; *consumed stops after each item. Returns

@@ -503,48 +503,68 @@ static int watch_event(struct kr_reflector *r, size_t len)
 }
 
 /*
- * An object too large for the space it had was skipped; its first bytes are
- * still in the scratch area. If they name it, it is recorded as present but
- * not held (never silently dropped, never deleted by the next sweep).
- * prefix is "" for a list item, "object." for a watch event. Returns 0 when
- * recorded, -1 when the object could not even be named.
+ * Reads the name of an object too large for the space it had from its first
+ * `have` bytes in the scratch area into r->skip. prefix is "" for a list
+ * item, "object." for a watch event.
  */
-static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix)
+static void name_skipped(struct kr_reflector *r, size_t have, const char *prefix)
 {
 	static const char *const item_paths[] = { "metadata.name", "metadata.namespace",
 						  "metadata.resourceVersion", "metadata.uid", "type" };
 	static const char *const event_paths[] = { "object.metadata.name", "object.metadata.namespace",
 						   "object.metadata.resourceVersion", "object.metadata.uid",
 						   "type" };
+	struct kr_skipped_name *k = &r->skip;
 	char v[5][KR_JSON_PREFIX_VALUE];
-	struct meta m;
-	int found, res, len;
+	int found, len;
 
+	k->state = -1;
+	k->have = have;
 	kr_json_prefix_strings(r->scratch, have, prefix[0] ? event_paths : item_paths, 5, v, &found);
-	if (!v[0][0] || !v[2][0] || strlen(v[2]) >= sizeof(m.rv) || strlen(v[3]) >= sizeof(m.uid)) {
+	if (!v[0][0] || !v[2][0] || strlen(v[2]) >= sizeof(k->rv) || strlen(v[3]) >= sizeof(k->uid))
+		return;
+	len = v[1][0] ? kr_snprintf(k->key, sizeof(k->key), "%s/%s", v[1], v[0])
+		      : kr_snprintf(k->key, sizeof(k->key), "%s", v[0]);
+	if (len < 0 || (size_t)len >= sizeof(k->key))
+		return;
+	k->keylen = (size_t)len;
+	memcpy(k->rv, v[2], strlen(v[2]) + 1);
+	memcpy(k->uid, v[3], strlen(v[3]) + 1);
+	k->deleted = strcmp(v[4], "DELETED") == 0;
+	k->state = 1;
+}
+
+/*
+ * An object too large for the space it had was skipped; its name was read
+ * from its first bytes (before its end, or now from the scratch area). If it
+ * has one, it is recorded as present but not held (never silently dropped,
+ * never deleted by the next sweep). Returns 0 when recorded, -1 when the
+ * object could not even be named.
+ */
+static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix)
+{
+	struct kr_skipped_name *k = &r->skip;
+	int res;
+
+	if (!k->state)
+		name_skipped(r, have, prefix);
+	res = k->state;
+	k->state = 0;
+	if (res < 0) {
 		r->skipped++;
 		kr_log(KR_LOG_ERROR, "%s: an object of %zu bytes is larger than the space for it "
-		       "(%zu bytes) and its metadata could not be read", r->res.name, size, have);
+		       "(%zu bytes) and its metadata could not be read", r->res.name, size, k->have);
 		return -1;
 	}
-	len = v[1][0] ? kr_snprintf(m.key, sizeof(m.key), "%s/%s", v[1], v[0])
-		      : kr_snprintf(m.key, sizeof(m.key), "%s", v[0]);
-	if (len < 0 || (size_t)len >= sizeof(m.key)) {
-		r->skipped++;
-		return -1;
-	}
-	m.keylen = (size_t)len;
-	memcpy(m.rv, v[2], strlen(v[2]) + 1);
-	memcpy(m.uid, v[3], strlen(v[3]) + 1);
-	if (strcmp(v[4], "DELETED") == 0) {
+	if (k->deleted) {
 		struct kr_store_view old;
 
-		if (kr_store_delete(r->top->store, r->index, m.key, m.keylen, &old))
+		if (kr_store_delete(r->top->store, r->index, k->key, k->keylen, &old))
 			emit_view(r, KR_EV_DELETED, &old);
 	} else {
 		struct kr_store_view old;
 
-		res = kr_store_put(r->top->store, r->index, m.key, m.keylen, m.rv, m.uid, NULL, 0,
+		res = kr_store_put(r->top->store, r->index, k->key, k->keylen, k->rv, k->uid, NULL, 0,
 				   r->gen, &old);
 		if (res < 0) {
 			r->skipped++;
@@ -557,12 +577,12 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 		 */
 		if (res != KR_STORE_UNCHANGED) {
 			kr_log(KR_LOG_ERROR, "%s: %s (%zu bytes) is present but not held: larger than the "
-			       "space for it (%zu bytes)", r->res.name, m.key, size, have);
+			       "space for it (%zu bytes)", r->res.name, k->key, size, k->have);
 			emit_view(r, KR_EV_DELETED, &old);
 		}
 	}
 	if (prefix[0] && r->phase == KR_PH_WATCH)
-		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
+		copy_str(r->last_rv, sizeof(r->last_rv), k->rv);
 	return 0;
 }
 
@@ -617,6 +637,7 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	r->scratch = NULL;
 	r->scratch_cap = 0;
 	r->scratch_moved = 0;
+	r->skip.state = 0;
 	return 0;
 }
 
@@ -761,6 +782,25 @@ static int lost_by_move(struct kr_reflector *r, size_t kept)
 	return 1;
 }
 
+/*
+ * An object that outgrew its space needs no more of the tail, only its
+ * name: read it from the bytes it has there, then frame the rest into
+ * nothing, so that no other resource waits for the end of an object that
+ * will not be held (however long, or endless, it is).
+ */
+static void let_go_if_too_large(struct kr_reflector *r)
+{
+	int list = r->phase == KR_PH_LIST;
+
+	if (r->skip.state || !(list ? kr_json_items_outgrown(&r->items) : kr_json_framer_outgrown(&r->framer)))
+		return;
+	name_skipped(r, list ? r->items.f.len : r->framer.len, list ? "" : "object.");
+	if (list)
+		kr_json_items_set_output(&r->items, NULL, 0);
+	else
+		kr_json_framer_set_output(&r->framer, NULL, 0);
+}
+
 /* Frames data[0..len) into the tail. Returns the bytes taken (fewer to yield the tail) or -1. */
 static long take_body(struct kr_reflector *r, const char *data, size_t len)
 {
@@ -791,6 +831,7 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 				r->stream_error = 1;
 				return -1;
 			} else {
+				let_go_if_too_large(r);
 				continue;
 			}
 		} else {
@@ -815,6 +856,7 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 				r->stream_error = 1;
 				return -1;
 			} else {
+				let_go_if_too_large(r);
 				continue;
 			}
 		}

@@ -54,6 +54,20 @@ enum kr_phase {
 	KR_PH_WATCH,                   /* watching */
 };
 
+/*
+ * The name of an object too large to hold, read from its first bytes while
+ * they were in the tail (so that the tail is free for others before its end).
+ */
+struct kr_skipped_name {
+	int state;                     /* 0: not read yet, 1: named, -1: could not be named */
+	int deleted;                   /* a DELETED event */
+	size_t have;                   /* bytes it was read from */
+	size_t keylen;
+	char key[KR_KEY_MAX];
+	char rv[KR_RV_MAX];
+	char uid[KR_RV_MAX];
+};
+
 /* One resource's reflector. */
 struct kr_reflector {
 	struct kr_reflect *top;
@@ -112,6 +126,7 @@ struct kr_reflector {
 	size_t scratch_used;           /* the store's tail (used, compactions) when named */
 	unsigned long scratch_compactions;
 	int scratch_moved;             /* renamed mid-object: the object in progress is lost */
+	struct kr_skipped_name skip;   /* the object in progress, once it outgrew its space */
 	int tail_waiting;              /* holding its bytes back until the tail is free */
 	struct kr_timer tail_wait;     /* when to look at the tail again */
 	kr_ms_t body_at;               /* when the last body bytes were taken */

@@ -440,6 +440,7 @@ class ApiConnection:
         self.sent = 0
         self.code = None
         self.budget = None
+        self.pause_at = None            # pause_after: (bytes, seconds)
         self.cut_mid_record = True
         self.cut_reset = False
         self.chunker = None
@@ -515,6 +516,14 @@ class ApiConnection:
         """Send response bytes, honouring a close_after fault's byte budget."""
         if not data:
             return
+        if self.pause_at is not None and self.sent + len(data) > self.pause_at[0]:
+            n = max(0, self.pause_at[0] - self.sent)
+            seconds = self.pause_at[1]
+            self.pause_at = None
+            self._write(data[:n])
+            if not self.sleep(seconds):
+                raise Cut("server stopping")
+            data = data[n:]
         if self.budget is not None and self.sent + len(data) >= self.budget:
             n = self.budget - self.sent
             if n > 0:
@@ -610,6 +619,8 @@ class ApiConnection:
                 self.budget = f["bytes"]
                 self.cut_mid_record = f.get("mid_record", True)
                 self.cut_reset = bool(f.get("reset", False))
+            elif f["kind"] == "pause_after":
+                self.pause_at = (f["bytes"], f["seconds"])
             elif f["kind"] == "random_chunks":
                 self.chunker = RandomChunker(f.get("seed", self.server.seed), f.get("min", 1), f.get("max", 64))
         t0 = time.monotonic()

@@ -673,7 +673,7 @@ def _managed_fields(old, rtype, content, manager, ts):
 
 FAULT_KINDS = {
     "close_after", "stall", "stall_watch", "garbage", "bad_chunk", "status", "unauthorized",
-    "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch",
+    "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch", "pause_after",
 }
 
 
@@ -692,6 +692,9 @@ def validate_fault(spec):
         raise ValueError("close_after needs \"bytes\" >= 0")
     if k == "stall" and not isinstance(f.get("seconds"), (int, float)):
         raise ValueError("stall needs \"seconds\"")
+    if k == "pause_after" and (not isinstance(f.get("bytes"), int) or f["bytes"] < 0 or
+                               not isinstance(f.get("seconds"), (int, float))):
+        raise ValueError("pause_after needs \"bytes\" >= 0 and \"seconds\"")
     if k == "status" and not isinstance(f.get("code"), int):
         raise ValueError("status needs an integer \"code\"")
     if k == "unauthorized":

@@ -1944,6 +1944,38 @@ def t_multiple_resources_arena(s):
     check_turns_in_tail(kr)
 
 
+@scenario("OversizedObjectTakesNoTurn", 8)
+def t_oversized_no_turn(s):
+    """An object too large to hold gives up the store's shared tail as soon as
+    it outgrows it (its name read from its first bytes): while the rest of it
+    is still arriving (the server pauses 3 s past the limit), another
+    resource's events go on at once, and the big one is not cut or re-read."""
+    s.server()
+    s.create("huge", {"big": "x" * (CAPACITY["max-object"] + 1000)})
+    s.ctl.create("secrets", "default", "before", stringData={"k": "v"})
+    # The configmaps' LIST pauses 3 s some 600 bytes past kreflect's object limit.
+    s.ctl.fault(kind="pause_after", bytes=CAPACITY["max-object"] + 600, seconds=3,
+                match="configmaps?", watch=False, count=1)
+    kr = s.kreflect("--watch-list", "off", resources=("configmaps", "secrets"))
+    kr.wait(lambda ls: any(e.get("type") == "SYNCED" and e.get("resource") == "secrets" for e in ls),
+            10, "the secrets' SYNCED")
+    t0 = time.monotonic()
+    s.ctl.create("secrets", "default", "during", stringData={"k": "v"})
+    kr.wait_event("ADDED", "during", timeout=10)
+    took = time.monotonic() - t0
+    kr.wait_synced(2, timeout=15)
+    lines = kr.snapshot()
+    i_during = next(i for i, e in enumerate(lines) if e.get("type") == "ADDED" and
+                    e["object"]["metadata"]["name"] == "during")
+    i_cm = next(i for i, e in enumerate(lines) if e.get("type") == "SYNCED" and e["resource"] == "configmaps")
+    check(i_during < i_cm, "the secret's ADDED came after the configmaps' SYNCED: it waited for the big object")
+    check(took < late(1.5), "the secret's ADDED took %.2f s: it waited for the big object" % took)
+    check("huge" in kr.stderr() and "not held" in kr.stderr(), "no 'not held' error for huge: %s" % kr.stderr_tail())
+    check_turns_in_tail(kr)
+    lists = [e for e in s.ctl.log() if e["path"].endswith("/configmaps") and not e.get("watch")]
+    check(len(lists) == 1, "the configmaps were listed %d times" % len(lists))
+
+
 @scenario("ThreeResourcesSyncAtOnce", 8)
 def t_three_resources_sync(s):
     """Three resources' initial lists stream at the same time, objects cut
