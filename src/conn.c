@@ -308,7 +308,7 @@ void kr_conn_set_idle_timeout(struct kr_conn *c, int idle_ms)
 	if (idle_ms <= 0)
 		return;
 	c->idle_ms = idle_ms;
-	if (c->state == KR_CONN_RECEIVING)
+	if (c->state == KR_CONN_RECEIVING && !c->held)
 		arm(c, idle_ms);
 }
 
@@ -421,7 +421,11 @@ static int abandoned(struct kr_conn *c, unsigned gen)
 	return 1;
 }
 
-/* on_body took only part of body[0..blen): keep the rest, and rbuf[off, n) after it. */
+/*
+ * on_body took only part of body[0..blen): keep the rest, and rbuf[off, n)
+ * after it. The read-idle deadline stops while c holds bytes back: they show
+ * the server alive, and the wait is the caller's (kr_conn_resume restarts it).
+ */
 static void hold(struct kr_conn *c, const char *body, size_t blen, size_t off, size_t n)
 {
 	c->held = 1;
@@ -430,6 +434,7 @@ static void hold(struct kr_conn *c, const char *body, size_t blen, size_t off, s
 	c->held_off = off;
 	c->held_n = n;
 	c->src.want = 0;
+	kr_loop_timer_cancel(c->loop, &c->timer);
 }
 
 /*
@@ -545,6 +550,7 @@ void kr_conn_resume(struct kr_conn *c)
 	if (!c->held || c->state != KR_CONN_RECEIVING)
 		return;
 	c->held = 0;
+	arm(c, c->idle_ms);
 	took = c->req.on_body(c->req.arg, c->held_body, c->held_blen);
 	if (took < 0 || gen != c->gen) {
 		abandoned(c, gen);

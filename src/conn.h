@@ -79,7 +79,9 @@ struct kr_request {
 	int (*on_head)(void *arg, const struct kr_http_resp *resp);
 	/* Decoded body bytes, valid during the call. Returns how many it took:
 	 * len, or fewer to stop there (the connection keeps the rest and stops
-	 * reading until kr_conn_resume() hands it over again), or < 0 to abandon. */
+	 * reading until kr_conn_resume() hands it over again; meanwhile its
+	 * read-idle deadline does not run, so the caller that stopped it owns
+	 * the wait and must resume or close it), or < 0 to abandon. */
 	long (*on_body)(void *arg, const char *data, size_t len);
 	/* Exactly once per request, unless kr_conn_close() ended it: err 0 =
 	 * complete response, else why it failed. May start the next request. */

@@ -762,7 +762,9 @@ static void check_output(struct kr_reflector *r)
 	    r->scratch_compactions == s->compactions)
 		return;
 	top->tail_user = r;
-	r->scratch_moved = framing(r);
+	/* Sticky until the object ends: renamed again later, it is no longer "framing". */
+	if (framing(r))
+		r->scratch_moved = 1;
 	next_output(r);
 	if (r->phase == KR_PH_LIST && r->status == 200)
 		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
@@ -1362,17 +1364,32 @@ static void start_cycle(struct kr_reflector *r)
 static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 {
 	struct kr_reflector *r = t->arg;
+	int quiet_ms = r->top->opts.initial_events_timeout_ms;
+	kr_ms_t now = kr_port_now_ms(), cap = r->watch_start + WL_DEADLINE_CAP * (kr_ms_t)quiet_ms;
 	char why[96];
 
 	(void)loop;
 	if (r->phase != KR_PH_WATCHLIST)
 		return;
-	if (kr_port_now_ms() - r->watch_start >= WL_DEADLINE_CAP * (kr_ms_t)r->top->opts.initial_events_timeout_ms)
+	if (now < cap) {
+		/*
+		 * Not quiet: an object still arriving on a slow link (bytes since,
+		 * no event yet), or bytes held back while another resource frames
+		 * its object in the tail. Checked here, not per read.
+		 */
+		kr_ms_t quiet = r->conn.held ? now + quiet_ms : r->body_at + quiet_ms;
+
+		if (quiet > now) {
+			kr_loop_timer_at(r->top->loop, &r->deadline, quiet < cap ? quiet : cap);
+			return;
+		}
+	}
+	if (now >= cap)
 		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark within %lld ms of events",
-			    (long long)(kr_port_now_ms() - r->watch_start));
+			    (long long)(now - r->watch_start));
 	else
 		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
-			    r->top->opts.initial_events_timeout_ms);
+			    quiet_ms);
 	kr_conn_close(&r->conn, why);
 	tail_released(r->top, NULL);
 	watch_list_fallback(r, 1, why);

@@ -349,6 +349,8 @@ static int scripted(const char *target, int watch, struct kr_sim_fault *f)
 		f->stall_ms = sc->f.stall_ms;
 		f->freeze_after = sc->f.freeze_after;
 		f->freeze_ms = sc->f.freeze_ms;
+		f->freeze_step = sc->f.freeze_step;
+		f->freeze_times = sc->f.freeze_times;
 		f->ev_after = sc->f.ev_after;
 		f->ev_fault = sc->f.ev_fault;
 		f->ev_code = sc->f.ev_code;
@@ -672,6 +674,12 @@ static void flaky(int watch, int watch_list, struct kr_sim_fault *f)
 	} else if (r < 55) {
 		f->freeze_after = some_bytes();
 		f->freeze_ms = (int)(kr_sim_chance(700) ? kr_sim_range(100, 20000) : kr_sim_range(20000, 200000));
+		if (kr_sim_chance(300)) {
+			/* A slow link: a few bytes at a time, never silent for 2 s. */
+			f->freeze_ms = (int)kr_sim_range(100, 1900);
+			f->freeze_step = (int)kr_sim_range(1, 500);
+			f->freeze_times = (int)kr_sim_range(1, 150);
+		}
 	} else if (r < 62) {
 		f->compact_first = 1;
 	} else if (r < 72 && !watch) {
@@ -743,7 +751,8 @@ void kr_sim_chaos_request(const char *target, int watch, int watch_list, int reu
 	    f->freeze_after >= 0 || f->compact_first || f->no_initial_end || f->reject_watch_list ||
 	    f->initial_end_delay_ms)
 		kr_sim_trace("fault plan: status %d, event fault %d after %d, reset@%lld eof@%lld stall@%lld "
-			     "freeze@%lld compact %d no-end %d reject-wl %d", f->status, f->ev_fault, f->ev_after,
-			     (long long)f->reset_after, (long long)f->eof_after, (long long)f->stall_after,
-			     (long long)f->freeze_after, f->compact_first, f->no_initial_end, f->reject_watch_list);
+			     "freeze@%lld (%d ms, then %d x %d bytes) compact %d no-end %d reject-wl %d", f->status,
+			     f->ev_fault, f->ev_after, (long long)f->reset_after, (long long)f->eof_after,
+			     (long long)f->stall_after, (long long)f->freeze_after, f->freeze_ms, f->freeze_times,
+			     f->freeze_step, f->compact_first, f->no_initial_end, f->reject_watch_list);
 }

@@ -1477,7 +1477,8 @@ int kr_sim_server_pump(int s, kr_ms_t now)
 		}
 		if (!c->frozen && c->f.freeze_after >= 0) {
 			c->frozen = 1;
-			kr_sim_sock_freeze_at(s, c->base + (uint64_t)c->f.freeze_after, c->f.freeze_ms);
+			kr_sim_sock_freeze_at(s, c->base + (uint64_t)c->f.freeze_after, c->f.freeze_ms,
+					      c->f.freeze_step, c->f.freeze_times);
 		}
 		switch (c->kind) {
 		case RK_STATUS:

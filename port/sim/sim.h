@@ -247,6 +247,8 @@ struct kr_sim_fault {
 	int64_t freeze_after;          /* response bytes read, then the link delivers nothing for
 					  freeze_ms (cut there exactly: mid-object, mid-record) */
 	int freeze_ms;
+	int freeze_step;               /* then a trickle: freeze_step bytes between freezes of */
+	int freeze_times;              /* freeze_ms, freeze_times more times (0: one freeze) */
 	int ev_after;                  /* watch: events (bookmarks included), list: items, before ev_fault */
 	int ev_fault;                  /* enum kr_sim_evfault */
 	int ev_code;                   /* ERROR event code: 410, 500, 429, 504 */
@@ -373,8 +375,11 @@ void kr_sim_sock_consume(int s, size_t n);
 uint64_t kr_sim_sock_written(int s);
 /* The link of slot s delivers nothing until until. */
 void kr_sim_sock_freeze(int s, kr_ms_t until);
-/* The link of slot s delivers up to stream offset `offset`, then nothing for ms. */
-void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms);
+/*
+ * The link of slot s delivers up to stream offset `offset`, then nothing for
+ * ms; then, `times` more times, `step` bytes and nothing for ms (a trickle).
+ */
+void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms, int step, int times);
 /*
  * Reports a FAILURE observation once the client has read the failing piece
  * [start, at) of the stream: the network delivers it alone and whole in one

@@ -73,6 +73,7 @@ struct sock {
 	kr_ms_t frozen_until;
 	uint64_t freeze_at;            /* the client reads up to here, then the link freezes */
 	int freeze_ms;
+	int freeze_step, freeze_left;  /* a trickle: step bytes, then freeze again, left times */
 	int server_closed;
 	struct verdict verdicts[VERDICTS];
 	int nverdicts;
@@ -492,6 +493,10 @@ long kr_port_recv(int fd, void *buf, size_t len)
 	if (k->freeze_at != NO_OFFSET && k->rtotal >= k->freeze_at) {
 		k->frozen_until = w.now + k->freeze_ms;
 		k->freeze_at = NO_OFFSET;
+		if (k->freeze_left > 0 && k->freeze_step > 0) {
+			k->freeze_left--;
+			k->freeze_at = k->rtotal + (uint64_t)k->freeze_step;
+		}
 		kr_sim_trace("fd %d: fault: link freezes %d ms after %llu bytes read", fd, k->freeze_ms,
 			     (unsigned long long)k->rtotal);
 	}
@@ -643,10 +648,12 @@ void kr_sim_sock_freeze(int s, kr_ms_t until)
 		socks[s].frozen_until = until;
 }
 
-void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms)
+void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms, int step, int times)
 {
 	socks[s].freeze_at = offset;
 	socks[s].freeze_ms = ms;
+	socks[s].freeze_step = step;
+	socks[s].freeze_left = times;
 }
 
 void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int min_wait_ms, const char *what)
@@ -734,6 +741,7 @@ void kr_sim_net_thaw_all(void)
 		if (socks[s].frozen_until > w.now)
 			socks[s].frozen_until = w.now;
 		socks[s].freeze_at = NO_OFFSET;
+		socks[s].freeze_left = 0;
 	}
 }
 

@@ -169,14 +169,28 @@ static const char *one_list(const struct kr_reflect *top)
  * is read twice (each such read once restarted a request; resources that
  * restarted together could livelock). With stall, the configmaps' server goes
  * quiet for 10 s (not 0.1 s) halfway into an object: after 2 s the secrets
- * take the tail, and the configmaps read that object again.
+ * take the tail, and the configmaps read that object again. With trickle,
+ * the configmaps' link brings 100 bytes a second from there for 100 s: never
+ * silent for 2 s, so nobody is cut, and the secrets' list, held back longer
+ * than its 60 s read-idle deadline, must not time out for it (the bytes that
+ * wait in its connection prove its server alive; it timed out and listed
+ * again before). With trickle over watch-lists, the secrets' stream is held
+ * back longer than its 30 s initial-events deadline, which counts quiet time
+ * and must not count this (it fell back to a LIST before). With cut twice,
+ * both links are slow: the configmaps' stops 2.5 s at a time, so the secrets
+ * cut its object, and it comes back for the tail several times before that
+ * object ends. Each comes back renames the tail; the object must still count
+ * as lost by the cut (the second rename forgot it, and the object came out
+ * as one too large to name: a partial sync, found by seed 1278).
  */
-static void two_lists(struct scenario *sc, int stall)
+enum { TAIL_MEET, TAIL_STALL, TAIL_TRICKLE, TAIL_TRICKLE_WL, TAIL_CUT_TWICE };
+
+static void two_lists(struct scenario *sc, int how)
 {
 	struct kr_sim_fault f;
 	int i;
 
-	server(0, 0);
+	server(how == TAIL_TRICKLE_WL, 0);
 	kr_sim_force_size(20000);
 	for (i = 0; i < 12; i++) {
 		kr_sim_create(KR_SIM_CONFIGMAPS, 3 * i);
@@ -185,24 +199,54 @@ static void two_lists(struct scenario *sc, int stall)
 	kr_sim_force_size(0);
 	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
 	sim_mirror(sc, 1, KR_SIM_SECRETS, 0, KR_SIM_SEL_NONE, 0);
-	sc->opts.watch_list = KR_WL_OFF;
+	sc->opts.watch_list = how == TAIL_TRICKLE_WL ? KR_WL_ON : KR_WL_OFF;
 	/* A pause halfway into the second configmap lets the secrets' list begin meanwhile. */
 	kr_sim_fault_none(&f);
 	f.freeze_after = 30000;
-	f.freeze_ms = stall ? 10000 : 100;
-	script("configmaps", 0, 1, &f, NULL);
+	f.freeze_ms = how == TAIL_STALL ? 10000 : how >= TAIL_TRICKLE ? 1000 : 100;
+	if (how >= TAIL_TRICKLE) {
+		f.freeze_step = 100;
+		f.freeze_times = 100;
+	}
+	if (how == TAIL_CUT_TWICE) {
+		f.freeze_ms = 2500;
+		f.freeze_step = 1000;
+		f.freeze_times = 20;
+	}
+	script("configmaps", how == TAIL_TRICKLE_WL, 1, &f, NULL);
 	kr_sim_fault_none(&f);
-	script("secrets", 0, 1, &f, NULL);
+	if (how == TAIL_CUT_TWICE) {
+		f.freeze_after = 1;
+		f.freeze_ms = 500;
+		f.freeze_step = 2000;
+		f.freeze_times = 200;
+	}
+	script("secrets", how == TAIL_TRICKLE_WL, 1, &f, NULL);
 }
 
 static void tail_turns(struct scenario *sc)
 {
-	two_lists(sc, 0);
+	two_lists(sc, TAIL_MEET);
 }
 
 static void tail_stall(struct scenario *sc)
 {
-	two_lists(sc, 1);
+	two_lists(sc, TAIL_STALL);
+}
+
+static void tail_trickle(struct scenario *sc)
+{
+	two_lists(sc, TAIL_TRICKLE);
+}
+
+static void tail_trickle_wl(struct scenario *sc)
+{
+	two_lists(sc, TAIL_TRICKLE_WL);
+}
+
+static void tail_cut_twice(struct scenario *sc)
+{
+	two_lists(sc, TAIL_CUT_TWICE);
 }
 
 static const char *took_turns(const struct kr_reflect *top)
@@ -218,12 +262,50 @@ static const char *took_turns(const struct kr_reflect *top)
 	return NULL;
 }
 
+static const char *waited_long(const struct kr_reflect *top)
+{
+	const struct kr_reflector *r = top->refl;
+	const char *why = took_turns(top);
+
+	if (why)
+		return why;
+	if (r[0].tail_cuts + r[1].tail_cuts)
+		return "an object that kept coming was cut";
+	return NULL;
+}
+
+static const char *waited_long_wl(const struct kr_reflect *top)
+{
+	const struct kr_reflector *r = top->refl;
+
+	if (r[0].tail_rereads + r[1].tail_rereads)
+		return "an object was read twice: another resource wrote over it";
+	if (!(r[0].tail_waits + r[1].tail_waits) || !(r[0].tail_yields + r[1].tail_yields))
+		return "the two watch-lists never met in the tail: the scenario tests nothing";
+	if (r[0].tail_cuts + r[1].tail_cuts)
+		return "an object that kept coming was cut";
+	if (r[0].watch_lists != 1 || r[1].watch_lists != 1 || r[0].lists || r[1].lists)
+		return "a watch-list gave up (or was restarted) for the time it was held back";
+	return NULL;
+}
+
 static const char *cut_once(const struct kr_reflect *top)
 {
 	const struct kr_reflector *r = top->refl;
 
 	if (r[1].tail_cuts != 1 || r[0].tail_rereads != 1)
 		return "the stalled object was not cut exactly once and read again";
+	if (r[1].tail_rereads)
+		return "the secrets lost an object";
+	return NULL;
+}
+
+static const char *cut_reread(const struct kr_reflect *top)
+{
+	const struct kr_reflector *r = top->refl;
+
+	if (r[1].tail_cuts < 1 || r[0].tail_rereads != 1)
+		return "the object cut was not read again exactly once";
 	if (r[1].tail_rereads)
 		return "the secrets lost an object";
 	return NULL;
@@ -238,6 +320,11 @@ static const struct regression regressions[] = {
 	  token_rotated_in_flight, one_list },
 	{ "tail-turns", "two resources framing into the shared tail cut each other's objects", tail_turns, took_turns },
 	{ "tail-stall", "an object stalled in the shared tail holds the others back for good", tail_stall, cut_once },
+	{ "tail-trickle", "a resource held back by a slow one timed out and listed again", tail_trickle, waited_long },
+	{ "tail-trickle-watch-list", "a watch-list held back by a slow one fell back to a LIST", tail_trickle_wl,
+	  waited_long_wl },
+	{ "tail-cut-twice", "an object cut in the tail, renamed twice after, was taken for one too large",
+	  tail_cut_twice, cut_reread },
 };
 
 const struct regression *sim_regressions(size_t *n)
