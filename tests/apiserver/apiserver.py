@@ -441,6 +441,7 @@ class ApiConnection:
         self.code = None
         self.budget = None
         self.pause_at = None            # pause_after: (bytes, seconds)
+        self.slow = None                # slow: (from byte, bytes per second, bytes per write)
         self.cut_mid_record = True
         self.cut_reset = False
         self.chunker = None
@@ -513,7 +514,7 @@ class ApiConnection:
     # ------------------------------------------------------------ writing
 
     def _write(self, data):
-        """Send response bytes, honouring a close_after fault's byte budget."""
+        """Send response bytes, honouring pause_after, slow and close_after faults."""
         if not data:
             return
         if self.pause_at is not None and self.sent + len(data) > self.pause_at[0]:
@@ -524,6 +525,21 @@ class ApiConnection:
             if not self.sleep(seconds):
                 raise Cut("server stopping")
             data = data[n:]
+        if self.slow is not None and self.sent + len(data) > self.slow[0]:
+            start, rate, piece = self.slow
+            n = max(0, start - self.sent)
+            self._send(data[:n])
+            for i in range(n, len(data), piece):
+                self._send(data[i:i + piece])
+                if not self.sleep(len(data[i:i + piece]) / rate):
+                    raise Cut("server stopping")
+            return
+        self._send(data)
+
+    def _send(self, data):
+        """Send now, honouring a close_after fault's byte budget."""
+        if not data:
+            return
         if self.budget is not None and self.sent + len(data) >= self.budget:
             n = self.budget - self.sent
             if n > 0:
@@ -621,6 +637,8 @@ class ApiConnection:
                 self.cut_reset = bool(f.get("reset", False))
             elif f["kind"] == "pause_after":
                 self.pause_at = (f["bytes"], f["seconds"])
+            elif f["kind"] == "slow":
+                self.slow = (f["bytes"], f["rate"], f["piece"])
             elif f["kind"] == "random_chunks":
                 self.chunker = RandomChunker(f.get("seed", self.server.seed), f.get("min", 1), f.get("max", 64))
         t0 = time.monotonic()

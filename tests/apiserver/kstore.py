@@ -674,6 +674,7 @@ def _managed_fields(old, rtype, content, manager, ts):
 FAULT_KINDS = {
     "close_after", "stall", "stall_watch", "garbage", "bad_chunk", "status", "unauthorized",
     "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch", "pause_after",
+    "slow",
 }
 
 
@@ -695,6 +696,15 @@ def validate_fault(spec):
     if k == "pause_after" and (not isinstance(f.get("bytes"), int) or f["bytes"] < 0 or
                                not isinstance(f.get("seconds"), (int, float))):
         raise ValueError("pause_after needs \"bytes\" >= 0 and \"seconds\"")
+    if k == "slow":
+        f.setdefault("bytes", 0)
+        if not isinstance(f["bytes"], int) or f["bytes"] < 0:
+            raise ValueError("slow \"bytes\" must be an integer >= 0")
+        if not isinstance(f.get("rate"), int) or f["rate"] < 1:
+            raise ValueError("slow needs \"rate\", bytes per second >= 1")
+        f.setdefault("piece", max(1, f["rate"] // 4))
+        if not isinstance(f["piece"], int) or f["piece"] < 1:
+            raise ValueError("slow \"piece\" must be an integer >= 1")
     if k == "status" and not isinstance(f.get("code"), int):
         raise ValueError("status needs an integer \"code\"")
     if k == "unauthorized":

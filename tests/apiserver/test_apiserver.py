@@ -580,6 +580,23 @@ class TestFaults(Base):
         self.assertEqual(len(got), 400)
         self.assertIn(b'{"type":"ADDED"', got)
 
+    def test_slow_after_bytes(self):
+        self.make("f-slow", "a", data={"k": "v" * 1000})
+        self.ctl.fault(kind="slow", bytes=200, rate=2000, piece=100, match="f-slow")
+        t0 = time.monotonic()
+        r = self.get(NS % "f-slow")
+        took = time.monotonic() - t0
+        self.assertEqual(r.status, 200)
+        self.assertIn(b'"name":"a"', r.body)
+        # Everything past byte 200 (the head is more than that) at 2000 bytes a second.
+        self.assertGreater(len(r.body), 1000)
+        self.assertGreaterEqual(took, len(r.body) / 2000 * 0.9)
+        t0 = time.monotonic()
+        self.assertEqual(self.get(NS % "f-slow").status, 200)         # used up
+        self.assertLess(time.monotonic() - t0, 0.3)
+        with self.assertRaises(ControlError):
+            self.ctl.fault(kind="slow", rate=0)
+
     def test_stall_before_response(self):
         self.ctl.fault(kind="stall", seconds=0.5)
         t0 = time.monotonic()

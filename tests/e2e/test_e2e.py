@@ -1976,6 +1976,43 @@ def t_oversized_no_turn(s):
     check(len(lists) == 1, "the configmaps were listed %d times" % len(lists))
 
 
+@scenario("HeldBackWatchKeepsItsIdleDeadline", 25)
+def t_held_back_idle(s):
+    """A watch whose bytes wait while another resource's object crawls in over
+    a slow link (1,000 bytes a second, never 2 s silent, so never cut) keeps
+    its connection: the wait is kreflect's, not the server's silence, so its
+    read-idle deadline (7 s here) stops meanwhile. It timed out and re-watched
+    before; the event that waited is printed once the big object is whole."""
+    s.server("--bookmark-interval", 1)
+    s.create("big", {"v": "small"})
+    s.ctl.create("secrets", "default", "s0", stringData={"k": "v"})
+    s.ctl.fault(kind="slow", rate=1000, piece=250, match="configmaps?", watch=True, count=1)
+    kr = s.kreflect("--watch-list", "off", "--watch-idle-timeout", "7", resources=("configmaps", "secrets"))
+    kr.wait_synced(2, timeout=10)
+    s.ctl.wait_watches(2, timeout=10)
+    time.sleep(2)                    # bookmarks learnt: the deadline is 7 s (2 x 1 s + 5 s, and the floor)
+    t0 = time.monotonic()
+    s.update("big", {"v": "x" * 12000})
+    time.sleep(2)                    # the big MODIFIED is on its way, 250 bytes every 0.25 s
+    s.ctl.create("secrets", "default", "during", stringData={"k": "v"})
+    kr.wait_event("ADDED", "during", timeout=late(30))
+    waited = time.monotonic() - t0
+    lines = kr.snapshot()
+    i_big = next(i for i, e in enumerate(lines) if e.get("type") == "MODIFIED" and
+                 e["object"]["metadata"]["name"] == "big")
+    i_during = next(i for i, e in enumerate(lines) if e.get("type") == "ADDED" and
+                    e["object"]["metadata"]["name"] == "during")
+    check(i_big < i_during and waited >= 9, "the secret's ADDED did not wait for the big object (%.1f s): "
+          "the scenario tests nothing" % waited)
+    check(lines[i_big]["object"]["data"]["v"] == "x" * 12000, "the big object arrived damaged")
+    err = kr.stderr()
+    check("read-idle deadline" not in err, "a watch timed out while its bytes waited: %s" %
+          [l for l in err.splitlines() if "read-idle deadline" in l][:2])
+    watches = [e for e in s.ctl.log() if e["path"].endswith("/secrets") and e.get("watch")]
+    check(len(watches) == 1, "the secrets were watched %d times" % len(watches))
+    check_turns_in_tail(kr)
+
+
 @scenario("ThreeResourcesSyncAtOnce", 8)
 def t_three_resources_sync(s):
     """Three resources' initial lists stream at the same time, objects cut
