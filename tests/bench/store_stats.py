@@ -22,14 +22,22 @@ import sys
 LAYOUT = "<QQQQQQIIi4xQI4xQQQQQ"
 
 
-def main():
-    pid, exe = sys.argv[1], sys.argv[2]
+def static_objects(exe):
+    """{name: [(address, size), ...]} of the data and bss objects of a static
+    binary. Link-time optimisation renames file-local ones (`store` becomes
+    `store.lto_priv.0`): the source name is the key."""
     syms = {}
     nm = subprocess.run(["nm", "-S", exe], capture_output=True, text=True, check=True).stdout
     for line in nm.splitlines():
         f = line.split()
         if len(f) == 4 and f[2] in "bBdD":
-            syms.setdefault(f[3], []).append((int(f[0], 16), int(f[1], 16)))
+            syms.setdefault(f[3].split(".lto_priv.")[0], []).append((int(f[0], 16), int(f[1], 16)))
+    return syms
+
+
+def main():
+    pid, exe = sys.argv[1], sys.argv[2]
+    syms = static_objects(exe)
     for name in ("store", "arena", "entries"):
         if len(syms.get(name, [])) != 1:
             raise ValueError("symbol %r: %d definitions" % (name, len(syms.get(name, []))))
