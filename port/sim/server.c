@@ -61,6 +61,7 @@ struct conn {
 	kr_ms_t paused_until;
 	int stalled, frozen, ev_fault_done, broken;
 	int64_t ra_date;               /* the Retry-After date the head carried, 0 if none */
+	int ra_sent;                   /* the head carried a Retry-After (seconds or a date) */
 	/* a status response: its bytes */
 	char status_buf[2048];
 	size_t status_len;
@@ -252,7 +253,8 @@ static size_t head(char *buf, size_t size, int s, int code, long long content_le
 
 	http_date(date, sizeof(date), kr_port_wall_seconds());
 	c->ra_date = 0;
-	if (c->f.retry_after >= 0 && (code == 429 || code == 503 || code == 504)) {
+	c->ra_sent = c->f.retry_after >= 0 && (code == 429 || code == 503 || code == 504);
+	if (c->ra_sent) {
 		if (c->f.retry_after_date) {
 			char when[64];
 
@@ -386,8 +388,8 @@ static int start_status(int s, const struct status *st0)
 	if (must_wait(c->req_kind, st.code, st.retry_after, st.too_large)) {
 		snprintf(what, sizeof(what), "%s answered %d %s", c->req_kind == REQ_LIST ? "list" :
 			 c->req_kind == REQ_WATCH ? "watch" : "watch-list", st.code, st.reason);
-		/* Retry-After is at least 1 s here, so the floor holds for it too. */
-		kr_sim_sock_verdict(s, c->base, c->base + c->status_len, c->req_kind, KR_SIM_BACKOFF_FLOOR_MS, what);
+		/* Retry-After is at least 1 s here, so the backoff's floor holds for it too. */
+		kr_sim_sock_verdict(s, c->base, c->base + c->status_len, c->req_kind, c->ra_sent, what);
 		/* A date read after it passed is a Retry-After of 0: kreflect may ask again at once. */
 		if (c->ra_date && (st.code == 429 || st.code == 503))
 			kr_sim_sock_verdict_date(s, c->ra_date);
@@ -863,7 +865,7 @@ static int list_fault(int s)
 	switch (c->f.ev_fault) {
 	case KR_SIM_EV_END:
 		kr_sim_trace("fd %d: fault: list body ends after %d items", 100 + s, c->next_item);
-		kr_sim_sock_verdict(s, at, at + 5, REQ_LIST, KR_SIM_BACKOFF_FLOOR_MS, "list body ended early");
+		kr_sim_sock_verdict(s, at, at + 5, REQ_LIST, 0, "list body ended early");
 		if (emit(s, "0\r\n\r\n", 5) == 0) {
 			c->busy = 0;
 			c->idle_since = kr_port_now_ms();
@@ -873,14 +875,14 @@ static int list_fault(int s)
 		return 1;
 	case KR_SIM_EV_GARBAGE:
 		kr_sim_trace("fd %d: fault: list body not JSON after %d items", 100 + s, c->next_item);
-		kr_sim_sock_verdict(s, at, at + 6, REQ_LIST, KR_SIM_BACKOFF_FLOOR_MS, "list body not JSON");
+		kr_sim_sock_verdict(s, at, at + 6, REQ_LIST, 0, "list body not JSON");
 		emit(s, "11\r\n,this is not JSON\r\n", 23);
 		c->broken = 1;
 		return 1;
 	case KR_SIM_EV_BAD_CHUNK:
 		kr_sim_trace("fd %d: fault: list chunk size not hex after %d items", 100 + s, c->next_item);
 		/* The parser judges a chunk-size line once it has the whole line. */
-		kr_sim_sock_verdict(s, at, at + 4, REQ_LIST, KR_SIM_BACKOFF_FLOOR_MS, "list chunk size not hex");
+		kr_sim_sock_verdict(s, at, at + 4, REQ_LIST, 0, "list chunk size not hex");
 		emit(s, "zz\r\n", 4);
 		c->broken = 1;
 		return 1;
@@ -1122,7 +1124,7 @@ static int watch_fault(int s)
 			uint64_t at = kr_sim_sock_written(s);
 
 			kr_sim_sock_verdict(s, at, at + (uint64_t)snprintf(NULL, 0, "%zx\r\n", n) + n - 1,
-					    c->req_kind, KR_SIM_BACKOFF_FLOOR_MS, what);
+					    c->req_kind, 0, what);
 		}
 		if (emit(s, framed, (size_t)snprintf(framed, sizeof(framed), "%zx\r\n", n)) != 0 ||
 		    emit(s, piece, n) != 0 || emit(s, "\r\n", 2) != 0)
@@ -1138,7 +1140,7 @@ static int watch_fault(int s)
 		/* One chunk, its first byte the first that is not JSON: the client stops there. */
 		if (c->req_kind == REQ_WATCH)
 			kr_sim_sock_verdict(s, kr_sim_sock_written(s), kr_sim_sock_written(s) + 5, c->req_kind,
-					    KR_SIM_BACKOFF_FLOOR_MS, "watch stream not JSON");
+					    0, "watch stream not JSON");
 		return emit(s, "13\r\nthis is not JSON {\n\r\n", 25) != 0;
 	case KR_SIM_EV_BAD_CHUNK:
 		kr_sim_trace("fd %d: fault: bad chunk after %d events", 100 + s, c->events);
@@ -1146,7 +1148,7 @@ static int watch_fault(int s)
 		 * the parser judges a chunk-size line once it has the whole line. */
 		if (c->req_kind == REQ_WATCH)
 			kr_sim_sock_verdict(s, kr_sim_sock_written(s), kr_sim_sock_written(s) + 4, c->req_kind,
-					    KR_SIM_BACKOFF_FLOOR_MS, "watch stream with a chunk size that is not hex");
+					    0, "watch stream with a chunk size that is not hex");
 		emit(s, "zz\r\n{\"type\":\"MODIFIED\"", 22);
 		c->broken = 1;
 		return 1;

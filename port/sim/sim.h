@@ -29,13 +29,6 @@
 
 #define KR_SIM_NEVER INT64_MAX         /* a time that never comes */
 
-/*
- * The shortest wait client-go's backoff allows after a failure: its first
- * step, 0.8 s, times a jitter factor of at least 1. The driver checks that
- * src/backoff.h agrees.
- */
-#define KR_SIM_BACKOFF_FLOOR_MS 800
-
 /* --- the world ----------------------------------------------------------------------- */
 
 /* Starts the world over: time 0, no sockets, empty model, PRNG seeded with seed. */
@@ -328,7 +321,8 @@ enum kr_sim_obs_kind {
 	KR_SIM_OBS_CONNECT,            /* a TCP connect started */
 	KR_SIM_OBS_REQUEST,            /* a request's first byte was sent (req_kind: 0 list, 1 watch,
 					  2 watch-list, 3 a list's continuation page) */
-	KR_SIM_OBS_FAILURE,            /* kreflect saw a failure after which it must wait (min_wait_ms) */
+	KR_SIM_OBS_FAILURE,            /* kreflect saw a failure after which it must wait: a backoff
+					  step, or as long as the answer asked (asked) */
 	KR_SIM_OBS_BAD_ADDRESS,        /* a connect to an address no lookup returned */
 	KR_SIM_OBS_PROTOCOL,           /* a request the server rejects as malformed (what says why) */
 };
@@ -339,7 +333,8 @@ struct kr_sim_obs {
 	int fd;
 	int owner;                     /* the tag of fd when recorded, -1 if not tagged yet */
 	int req_kind;
-	int min_wait_ms;
+	int asked;                     /* FAILURE: the answer carried Retry-After, which kreflect may
+					  honour instead of a backoff step */
 	int outage;                    /* recorded during an outage */
 	char what[96];
 };
@@ -388,7 +383,7 @@ void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms, int step, int times);
  * token set, only if the token file still holds it then (a 401 after a
  * rotation is retried at once with the new token).
  */
-void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int min_wait_ms, const char *what);
+void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int asked, const char *what);
 void kr_sim_sock_verdict_token(int s, const char *token);
 /* The last verdict of s came with a Retry-After date (epoch s): only if still ahead when read. */
 void kr_sim_sock_verdict_date(int s, int64_t epoch);

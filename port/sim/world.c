@@ -45,7 +45,7 @@ struct verdict {
 	uint64_t start;                /* the failing piece's first byte */
 	uint64_t at;                   /* the client has failed once it read this many bytes */
 	int req_kind;
-	int min_wait_ms;
+	int asked;                     /* the answer carried Retry-After */
 	char what[64];
 	char token[64];                /* "": unconditional; else only if the file still holds it */
 	int64_t date;                  /* a Retry-After date: no wait owed once it has passed */
@@ -207,7 +207,7 @@ void kr_sim_reset(uint64_t seed)
 
 /* --- observations ------------------------------------------------------------------------ */
 
-static void observe(int kind, int fd, int owner, int req_kind, int min_wait, kr_ms_t t, const char *what)
+static void observe(int kind, int fd, int owner, int req_kind, int asked, kr_ms_t t, const char *what)
 {
 	struct kr_sim_obs *o;
 
@@ -222,7 +222,7 @@ static void observe(int kind, int fd, int owner, int req_kind, int min_wait, kr_
 	o->fd = fd;
 	o->owner = owner;
 	o->req_kind = req_kind;
-	o->min_wait_ms = min_wait;
+	o->asked = asked;
 	o->outage = kr_sim_outage();
 	snprintf(o->what, sizeof(o->what), "%s", what);
 }
@@ -334,7 +334,7 @@ int kr_port_resolve_finish(int fd, uint16_t port, struct kr_addr *out, int max, 
 	if (n > 0 && out)
 		kr_port_parse_ip(SERVER_IP, port, &out[0]);
 	if ((abandon && r->ready_at == KR_SIM_NEVER) || (!abandon && n == 0))
-		observe(KR_SIM_OBS_FAILURE, fd, r->owner, -1, KR_SIM_BACKOFF_FLOOR_MS,
+		observe(KR_SIM_OBS_FAILURE, fd, r->owner, -1, 0,
 			w.now, abandon ? "name lookup hung" : "name lookup failed");
 	r->used = 0;
 	return n;
@@ -407,7 +407,7 @@ int kr_port_connect_result(int fd)
 	if (k->state == SK_REFUSED && w.now >= k->connect_at) {
 		w.error = "Connection refused";
 		if (k->connect_at != 0) {
-			observe(KR_SIM_OBS_FAILURE, fd, k->owner, -1, KR_SIM_BACKOFF_FLOOR_MS, w.now, "connection refused");
+			observe(KR_SIM_OBS_FAILURE, fd, k->owner, -1, 0, w.now, "connection refused");
 			k->connect_at = 0;     /* observed once */
 		}
 		return -111;
@@ -509,7 +509,7 @@ long kr_port_recv(int fd, void *buf, size_t len)
 
 		if ((!v->token[0] || kr_sim_auth_file_is(v->token)) &&
 		    (!v->date || v->date - kr_port_wall_seconds() >= 1))
-			observe(KR_SIM_OBS_FAILURE, fd, k->owner, v->req_kind, v->min_wait_ms, w.now, v->what);
+			observe(KR_SIM_OBS_FAILURE, fd, k->owner, v->req_kind, v->asked, w.now, v->what);
 		memmove(k->verdicts, k->verdicts + 1, (size_t)(k->nverdicts - 1) * sizeof(k->verdicts[0]));
 		k->nverdicts--;
 	}
@@ -553,7 +553,7 @@ void kr_port_close(int fd)
 
 	if (k) {
 		if (k->state == SK_CONNECTING && k->connect_at == KR_SIM_NEVER)
-			observe(KR_SIM_OBS_FAILURE, fd, k->owner, -1, KR_SIM_BACKOFF_FLOOR_MS, w.now,
+			observe(KR_SIM_OBS_FAILURE, fd, k->owner, -1, 0, w.now,
 				"connect hung");
 		kr_sim_trace("fd %d closed by kreflect (%llu of %llu bytes read)", fd,
 			     (unsigned long long)k->rtotal, (unsigned long long)k->wtotal);
@@ -656,7 +656,7 @@ void kr_sim_sock_freeze_at(int s, uint64_t offset, int ms, int step, int times)
 	socks[s].freeze_left = times;
 }
 
-void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int min_wait_ms, const char *what)
+void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int asked, const char *what)
 {
 	struct sock *k = &socks[s];
 	struct verdict *v;
@@ -667,7 +667,7 @@ void kr_sim_sock_verdict(int s, uint64_t start, uint64_t at, int req_kind, int m
 	v->start = start;
 	v->at = at;
 	v->req_kind = req_kind;
-	v->min_wait_ms = min_wait_ms;
+	v->asked = asked;
 	snprintf(v->what, sizeof(v->what), "%s", what);
 	v->token[0] = '\0';
 	v->date = 0;

@@ -16,8 +16,9 @@
  *       no event for an unchanged object (after a relist or otherwise), and
  *       every SYNCED counts what the stream holds;
  *   (4) after a failure client-go backs off from, the next attempt waits at
- *       least the backoff's floor, and during an outage no reflector makes
- *       more than N attempts in any minute (N from the backoff, below);
+ *       least what client-go's backoff would (0.8 s doubling to 30 s, reset
+ *       only after 2 minutes; below), and during an outage no reflector makes
+ *       more than N attempts in any minute (N from the same backoff);
  *   (5) the arena's live bytes return to the value the final state implies
  *       and stay there; compaction leaves exactly that; the store checks out;
  *
@@ -44,7 +45,6 @@
 #include <time.h>
 
 #include "auth.h"
-#include "backoff.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "log.h"
@@ -56,9 +56,20 @@
 #include "sink.h"
 #include "store.h"
 
-#if KR_SIM_BACKOFF_FLOOR_MS != KR_BACKOFF_INITIAL_MS
-#error "the simulation's backoff floor must be client-go's first step (src/backoff.h)"
-#endif
+/*
+ * client-go's reflector backoff (reference 1.9), written out here rather
+ * than taken from src/backoff.h, so that a wrong constant there fails
+ * property (4) instead of moving its bounds: the k-th step after a reset
+ * waits min(0.8 s * 2^(k-1), 30 s) times a jitter factor in [1, 2), and a
+ * step resets to 0.8 s only when more than 2 minutes passed since the last
+ * reset (or since the start).
+ */
+#define CG_BACKOFF_INITIAL_MS 800
+#define CG_BACKOFF_CAP_MS 30000
+#define CG_BACKOFF_RESET_MS 120000
+/* How long after the failure the sim saw kreflect may take its step: the
+ * doubling is checked only this much inside the 2 minutes. */
+#define STEP_SLACK_MS 10000
 
 #define MAX_RES SIM_MAX_RES
 #define MINUTE_MS 60000
@@ -85,8 +96,10 @@ struct folded {
 
 struct attempt_log {
 	kr_ms_t failed_at;             /* the last failure that requires a wait; -1 none */
-	int min_wait;
+	int asked;                     /* it carried Retry-After */
 	char failure[96];
+	kr_ms_t reset_at;              /* the backoff's last reset known for certain; -1 none */
+	int steps;                     /* steps seen since it */
 	kr_ms_t outage_t[OUTAGE_RING]; /* attempts during the current storm */
 	unsigned long outage_storm[OUTAGE_RING];
 	int n_outage;
@@ -101,9 +114,10 @@ static struct {
 	int failed;
 	int property;
 	char why[600];
-	kr_ms_t last_now;
+	kr_ms_t last_now, start_at;
 	unsigned long same_time;
 	unsigned long events, attempts, outage_attempts, compactions;
+	unsigned long waits, waits_doubled, waits_capped;
 	int max_per_minute;
 } t;
 
@@ -114,6 +128,7 @@ static const char *self = "build/sim/sim";
 static struct {
 	unsigned long seeds, regressions, passed, failed, writes, storms, events, attempts, compactions, not_held;
 	unsigned long tail_waits, tail_yields, tail_cuts, tail_rereads;
+	unsigned long waits, waits_doubled, waits_capped;
 	double sim_hours;
 	int shown;
 } total;
@@ -292,7 +307,7 @@ static void on_event(void *arg, const struct kr_event *ev)
  */
 static int steps_in(int64_t span)
 {
-	int64_t d = KR_BACKOFF_INITIAL_MS, sum = 0;
+	int64_t d = CG_BACKOFF_INITIAL_MS, sum = 0;
 	int n = 1;
 
 	for (;;) {
@@ -300,7 +315,7 @@ static int steps_in(int64_t span)
 		if (sum > span)
 			return n;
 		n++;
-		d = d * 2 > KR_BACKOFF_CAP_MS ? KR_BACKOFF_CAP_MS : d * 2;
+		d = d * 2 > CG_BACKOFF_CAP_MS ? CG_BACKOFF_CAP_MS : d * 2;
 	}
 }
 
@@ -318,15 +333,70 @@ static int max_attempts_per_minute(void)
 	return 2 * best + 2;
 }
 
+/*
+ * The least wait client-go's backoff allows after a's last failure.
+ *
+ * Between two resets every step doubles the delay (to the cap), and a reset
+ * comes only more than 2 minutes after the one before. So within 2 minutes
+ * of a reset known for certain (the start, or a step whose wait proved it
+ * the first after a reset: shorter than 1.6 s), each step the sim sees must
+ * wait at least twice the last; steps it cannot see (a stalled object cut, a
+ * very short watch) only lengthen what follows. Past those 2 minutes a reset
+ * may come at any step, and only the floor holds until a short wait shows
+ * one. A failure that asked for a wait with Retry-After may be waited out as
+ * asked instead of stepping (client-go's REST layer retries it): it counts
+ * as no step and owes the floor (Retry-After is at least 1 s in the sim).
+ */
+static int in_reset_window(const struct attempt_log *a)
+{
+	return a->reset_at >= 0 && a->failed_at - a->reset_at <= CG_BACKOFF_RESET_MS - STEP_SLACK_MS;
+}
+
+static int64_t least_wait(const struct attempt_log *a)
+{
+	int64_t d = CG_BACKOFF_INITIAL_MS;
+	int k;
+
+	if (a->asked || !in_reset_window(a))
+		return d;
+	for (k = 0; k < a->steps && d < CG_BACKOFF_CAP_MS; k++)
+		d *= 2;
+	return d < CG_BACKOFF_CAP_MS ? d : CG_BACKOFF_CAP_MS;
+}
+
 static void attempt(int owner, const struct kr_sim_obs *o)
 {
 	struct attempt_log *a = &t.att[owner];
+	int64_t least, waited;
 
 	t.attempts++;
-	if (a->failed_at >= 0 && o->t - a->failed_at < a->min_wait)
+	if (a->failed_at < 0)
+		return;
+	least = least_wait(a);
+	waited = o->t - a->failed_at;
+	t.waits++;
+	t.waits_doubled += least > CG_BACKOFF_INITIAL_MS;
+	t.waits_capped += least == CG_BACKOFF_CAP_MS;
+	if (waited < least) {
+		char step[80] = "its first step";
+
+		if (least > CG_BACKOFF_INITIAL_MS)
+			snprintf(step, sizeof(step), "step %d since the reset at %.3f s", a->steps + 1,
+				 (double)a->reset_at / 1000.0);
 		violation(4, "%s: the next attempt (%s) came %lld ms after '%s' (at %.3f s); client-go waits at "
-			  "least %d ms", kr_sim_type_plural(t.sc.flt[owner].type), o->what,
-			  (long long)(o->t - a->failed_at), a->failure, (double)a->failed_at / 1000.0, a->min_wait);
+			  "least %lld ms (%s)", kr_sim_type_plural(t.sc.flt[owner].type), o->what, (long long)waited,
+			  a->failure, (double)a->failed_at / 1000.0, (long long)least, step);
+	}
+	if (!a->asked) {
+		if (in_reset_window(a)) {
+			a->steps++;
+		} else if (waited < 2 * CG_BACKOFF_INITIAL_MS && a->failed_at - t.start_at > CG_BACKOFF_RESET_MS) {
+			a->reset_at = a->failed_at;
+			a->steps = 1;
+		} else {
+			a->reset_at = -1;
+		}
+	}
 	a->failed_at = -1;
 }
 
@@ -367,7 +437,7 @@ static void take_observations(void)
 			struct attempt_log *a = &t.att[owner];
 
 			a->failed_at = o.t;
-			a->min_wait = o.min_wait_ms;
+			a->asked = o.asked;
 			snprintf(a->failure, sizeof(a->failure), "%s", o.what);
 			/* A connect that failed was an attempt of its own. */
 			if (o.outage && o.req_kind < 0 && strstr(o.what, "connect"))
@@ -657,6 +727,7 @@ static int run_world(uint64_t seed, const struct regression *rg)
 	t.last_now = -1;
 	t.same_time = 0;
 	t.events = t.attempts = t.outage_attempts = t.compactions = 0;
+	t.waits = t.waits_doubled = t.waits_capped = 0;
 
 	kr_sim_reset(seed);
 	if (rg) {
@@ -692,6 +763,10 @@ static int run_world(uint64_t seed, const struct regression *rg)
 		fprintf(stderr, "sim: unable to open the signal descriptor\n");
 		exit(2);
 	}
+	/* Each reflector's backoff starts here, as if just reset. */
+	t.start_at = kr_port_now_ms();
+	for (i = 0; i < MAX_RES; i++)
+		t.att[i].reset_at = t.start_at;
 	r = kr_reflect_init(&top, &loop, &store, &cfg, &t.sc.opts, reflectors, resources, t.sc.nres);
 	if (r != 0) {
 		fprintf(stderr, "sim: unable to set up the reflector: %s\n", kr_strerror(r));
@@ -747,6 +822,9 @@ static int run_world(uint64_t seed, const struct regression *rg)
 	total.storms += kr_sim_chaos_storms();
 	total.events += t.events;
 	total.attempts += t.attempts;
+	total.waits += t.waits;
+	total.waits_doubled += t.waits_doubled;
+	total.waits_capped += t.waits_capped;
 	total.sim_hours += (double)kr_port_now_ms() / 3600000.0;
 	total.compactions += t.compactions;
 	total.not_held += store.not_held;
@@ -851,6 +929,8 @@ int main(int argc, char **argv)
 	       "at most %d attempts per outage minute allowed\n",
 	       total.regressions, total.seeds, dt, dt > 0 ? (double)total.seeds / dt : 0.0, total.sim_hours, total.writes,
 	       total.storms, total.events, total.attempts, total.compactions, total.not_held, t.max_per_minute);
+	printf("sim: backoff: %lu waits after a failure checked, %lu of them against a doubled step, %lu against "
+	       "the 30 s cap\n", total.waits, total.waits_doubled, total.waits_capped);
 	printf("sim: the shared tail: %lu waits for another's object, %lu turns given, %lu stalled objects cut, "
 	       "%lu objects read again\n", total.tail_waits, total.tail_yields, total.tail_cuts, total.tail_rereads);
 	printf("%lu passed, %lu failed\n", total.passed, total.failed);
