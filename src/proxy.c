@@ -1,6 +1,7 @@
 #include "proxy.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "fmt.h"
 #include "kreflect.h"
@@ -98,6 +99,23 @@ static int host_byte(int ch)
 	return ch > 0x20 && ch < 0x7f && !strchr("/?#@[]:%\\\"", ch);
 }
 
+/*
+ * Past the "://" of url's scheme, or NULL when it names none: a scheme is a
+ * letter, then letters, digits, '+', '-' or '.', at the start. A "://" later
+ * on ("u:p@proxy:3128/x://y") is part of the rest, as Go reads it.
+ */
+static const char *after_scheme(const char *url)
+{
+	const char *s = url;
+
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return NULL;
+	while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+	       *s == '+' || *s == '-' || *s == '.')
+		s++;
+	return strncmp(s, "://", 3) == 0 ? s + 3 : NULL;
+}
+
 int kr_proxy_parse(struct kr_proxy *p, const char *url, char *err, size_t errsize)
 {
 	const char *s = url, *auth_end, *host, *host_end, *at, *colon;
@@ -109,10 +127,10 @@ int kr_proxy_parse(struct kr_proxy *p, const char *url, char *err, size_t errsiz
 	memset(p, 0, sizeof(*p));
 	if (!url || !*url)
 		return bad(err, errsize, "empty proxy URL");
-	if (strncmp(s, "http://", 7) == 0) {
+	if (strncasecmp(s, "http://", 7) == 0) {
 		s += 7;
-	} else if (strstr(s, "://")) {
-		if (strncmp(s, "https://", 8) == 0)
+	} else if (after_scheme(s)) {
+		if (strncasecmp(s, "https://", 8) == 0)
 			return bad(err, errsize, "https:// proxies are not supported: use an "
 				   "http:// proxy URL (the API server's TLS still runs end to end)");
 		return bad(err, errsize, "unsupported proxy scheme: only http:// proxies are supported");
@@ -191,22 +209,20 @@ int kr_proxy_parse(struct kr_proxy *p, const char *url, char *err, size_t errsiz
 
 void kr_proxy_redact(const char *url, char *buf, size_t size)
 {
-	const char *start = strstr(url, "://"), *end, *at = NULL, *s;
-	size_t pre;
+	const char *start = after_scheme(url), *at;
 
 	if (size == 0)
 		return;
-	start = start ? start + 3 : url;
-	end = start + strcspn(start, "/?#");
-	for (s = start; s < end; s++)
-		if (*s == '@')
-			at = s;
+	if (!start)
+		start = url;
+	/* Up to the last '@' anywhere: whatever reading of the URL someone had in mind,
+	 * no part of a user name or password is left for the log. */
+	at = strrchr(start, '@');
 	if (!at) {
 		kr_snprintf(buf, size, "%s", url);
 		return;
 	}
-	pre = (size_t)(start - url);
-	kr_snprintf(buf, size, "%.*s%s", (int)pre, url, at + 1);
+	kr_snprintf(buf, size, "%.*s%s", (int)(start - url), url, at + 1);
 }
 
 /* --- NO_PROXY -------------------------------------------------------------------- */

@@ -66,7 +66,9 @@ const char *kr_proxy_choose(const char *kubeconfig_url, const char *https_proxy_
 
 /*
  * Copies url into buf without its userinfo ("http://u:p@h:3128" ->
- * "http://h:3128"), for logs. Always terminates buf (if size > 0).
+ * "http://h:3128"), for logs: everything between the scheme (if any) and the
+ * last '@' goes, whatever the rest looks like. Always terminates buf (if
+ * size > 0).
  */
 void kr_proxy_redact(const char *url, char *buf, size_t size);
 

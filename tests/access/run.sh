@@ -407,5 +407,36 @@ else
 	bad "j: refusing proxy" "rc=$rc" "$(tail -3 "$T/j2.err")"
 fi
 
+# --- (k) the proxy's password never in the log -------------------------------------------------
+# No scheme (http:// assumed, as Go reads it) and a "://" later in the URL: the credentials are
+# used (this proxy demands them) and the log shows the URL from after the last '@'.
+secret=hunter2-proxy-secret
+proxy_start "$T/proxy3.log" --user alice --password "$secret"
+sed "s|^\(  *\)server: \(.*\)$|\1server: \2\n\1proxy-url: \"alice:$secret@127.0.0.1:$PROXY_PORT/x://y\"|" \
+	"$W/kubeconfig" >"$T/authproxy.yaml"
+run "$BIN" --kubeconfig "$T/authproxy.yaml" --once --timeout 10 -v 3 configmaps >"$T/k.out" 2>"$T/k.err"
+rc=$?
+got=$(names "$T/k.out")
+proxy_stop
+if [ $rc -eq 0 ] && [ "$got" = "$want" ] && ! grep -q "$secret" "$T/k.err" &&
+	grep -q "through the proxy 127.0.0.1:$PROXY_PORT/x://y" "$T/k.err"; then
+	ok "k: a proxy URL with credentials and no scheme: used, and the password not in the trace"
+else
+	bad "k: proxy credentials" "rc=$rc got=[$got]" "$(grep -c "$secret" "$T/k.err") lines with the password" \
+		"$(grep -i proxy "$T/k.err" | head -3 | sed "s/$secret/<SECRET>/g")"
+fi
+# A URL kreflect refuses is named in the error, without what stood before its last '@'.
+for url in "9ttp://alice:$secret@127.0.0.1:1" "socks5://alice:$secret@127.0.0.1:1" \
+	"http://alice:$secret@127.0.0.1:99999" "alice:$secret@[::1@x]:1"; do
+	sed "s|^\(  *\)server: \(.*\)$|\1server: \2\n\1proxy-url: \"$url\"|" "$W/kubeconfig" >"$T/badproxy.yaml"
+	run "$BIN" --kubeconfig "$T/badproxy.yaml" --once --timeout 2 configmaps >/dev/null 2>"$T/k2.err"
+	rc=$?
+	if [ $rc -eq 2 ] && ! grep -q "$secret" "$T/k2.err" && grep -q "unable to use the proxy" "$T/k2.err"; then
+		ok "k: refused proxy URL ${url%%:*}:...: exit 2, no password in the message"
+	else
+		bad "k: refused proxy URL" "rc=$rc" "$(sed "s/$secret/<SECRET>/g" "$T/k2.err" | tail -2)"
+	fi
+done
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -115,6 +115,26 @@ KR_TEST(proxy, redact)
 	check(strcmp(buf, "http://proxy:3128/") == 0);
 	kr_proxy_redact("u:p@proxy", buf, sizeof(buf));
 	check(strcmp(buf, "proxy") == 0);
+	/* found by fuzz_proxy: a "://" after the userinfo is no scheme, and hid it from the redaction */
+	kr_proxy_redact("u:s3cret@proxy:3128/x://y", buf, sizeof(buf));
+	check(strcmp(buf, "proxy:3128/x://y") == 0);
+	kr_proxy_redact("HTTP://u:s3cret@proxy", buf, sizeof(buf));
+	check(strcmp(buf, "HTTP://proxy") == 0);
+	return 0;
+}
+
+KR_TEST(proxy, scheme_only_at_the_start)
+{
+	/* as Go reads HTTPS_PROXY: no scheme, then http:// is assumed */
+	check(kr_proxy_parse(&p, "u:pw@proxy:3128/x://y", err, sizeof(err)) == 0);
+	check(strcmp(p.host, "proxy") == 0 && p.port == 3128);
+	check(strcmp(p.auth, "Basic dTpwdw==") == 0);
+	/* schemes compare without case */
+	check(kr_proxy_parse(&p, "HTTP://proxy:8080", err, sizeof(err)) == 0 && p.port == 8080);
+	check(kr_proxy_parse(&p, "HTTPS://proxy:8443", err, sizeof(err)) == KR_EINVAL);
+	check(strstr(err, "https:// proxies are not supported") != NULL);
+	check(kr_proxy_parse(&p, "socks5://proxy:1080", err, sizeof(err)) == KR_EINVAL);
+	check(strstr(err, "unsupported proxy scheme") != NULL);
 	return 0;
 }
 
