@@ -171,11 +171,42 @@ static int entry_matches(const char *json, const kr_json_tok *toks, int n, int e
 	return 0;
 }
 
+/* A kind: letters and digits ("ConfigMap", "Widget2"). */
+static int is_kind(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+			return 0;
+	return 1;
+}
+
+/*
+ * Copies a string value into dst[0..size) if it is one set_part accepts;
+ * KR_ETOOBIG or KR_EPROTO otherwise. What the server names goes into request
+ * paths: a space, '?', '%' or CR LF in it must not.
+ */
+static int copy_part(const char *json, const kr_json_tok *t, char *dst, size_t size)
+{
+	char tmp[sizeof(((struct kr_resource *)0)->group)];
+	int n;
+
+	if (t->type != KR_JSON_T_STRING)
+		return KR_EPROTO;
+	n = kr_json_unescape(json, t, tmp, sizeof(tmp));
+	if (n < 0)
+		return n == KR_ETOOBIG ? KR_ETOOBIG : KR_EPROTO;
+	if ((size_t)n >= size)
+		return KR_ETOOBIG;
+	return set_part(dst, size, tmp, (size_t)n) == 0 ? 0 : KR_EPROTO;
+}
+
 int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks, int ntoks,
 				 struct kr_resource *r)
 {
 	char gv[sizeof(r->group) + sizeof(r->version)], *slash;
-	int n, v, arr, i, best = -1, e;
+	int n, v, arr, i, best = -1, e, rc;
 
 	n = kr_json_parse(json, len, toks, ntoks);
 	if (n < 0)
@@ -203,11 +234,11 @@ int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks
 		return KR_ENOENT;
 	e = best;
 	v = kr_json_find_key(json, toks, n, e, "name", 4);
-	if (kr_json_unescape(json, &toks[v], r->plural, sizeof(r->plural)) < 0)
-		return KR_ETOOBIG;
+	if ((rc = copy_part(json, &toks[v], r->plural, sizeof(r->plural))) < 0 || strchr(r->plural, '.'))
+		return rc < 0 ? rc : KR_EPROTO;
 	v = kr_json_find_key(json, toks, n, e, "kind", 4);
 	if (v < 0 || toks[v].type != KR_JSON_T_STRING ||
-	    kr_json_unescape(json, &toks[v], r->kind, sizeof(r->kind)) <= 0)
+	    kr_json_unescape(json, &toks[v], r->kind, sizeof(r->kind)) <= 0 || !is_kind(r->kind))
 		return KR_EPROTO;
 	v = kr_json_find_key(json, toks, n, e, "namespaced", 10);
 	if (v < 0 || toks[v].type != KR_JSON_T_PRIMITIVE)
@@ -218,15 +249,19 @@ int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks
 		return KR_EPROTO;
 	v = kr_json_find_key(json, toks, n, 0, "groupVersion", 12);
 	if (v >= 0 && kr_json_unescape(json, &toks[v], gv, sizeof(gv)) > 0) {
+		const char *ver = gv;
+
 		slash = strchr(gv, '/');
 		if (slash) {
-			*slash = '\0';
-			kr_snprintf(r->group, sizeof(r->group), "%s", gv);
-			kr_snprintf(r->version, sizeof(r->version), "%s", slash + 1);
+			ver = slash + 1;
+			if (set_part(r->group, sizeof(r->group), gv, (size_t)(slash - gv)) < 0)
+				return KR_EPROTO;
 		} else {
 			r->group[0] = '\0';
-			kr_snprintf(r->version, sizeof(r->version), "%s", gv);
 		}
+		if (!is_version(ver, strlen(ver)) ||
+		    set_part(r->version, sizeof(r->version), ver, strlen(ver)) < 0)
+			return KR_EPROTO;
 	}
 	kr_resource_set_name(r);
 	return 0;
@@ -384,7 +419,8 @@ static int resolve(struct kr_loop *loop, const char *token, struct kr_discovery_
 	if (rc != 0) {
 		kr_snprintf(err, errlen, "unable to discover resource '%s': GET %s: %s", arg, path,
 			 rc == KR_EPROTO ? "not an APIResourceList, or the resource cannot be listed "
-			 "and watched" : kr_strerror(rc));
+			 "and watched, or its names hold characters a request path must not" :
+			 kr_strerror(rc));
 		return rc;
 	}
 	kr_log(KR_LOG_INFO, "discovered %s: %s/%s %s, %s", arg, r->group[0] ? r->group : "core",

@@ -48,8 +48,10 @@ int kr_discovery_parse_group(const char *json, size_t len, kr_json_tok *toks, in
  * case) does; names with a '/' (subresources) are skipped. Fills r->plural
  * (the entry's name), r->kind and r->namespaced and, when the list says so,
  * r->group and r->version from groupVersion; sets r->name. Returns 0,
- * KR_ENOENT (no such entry), KR_EPROTO (not an APIResourceList, or the entry
- * cannot be listed and watched), KR_ENOSPC or KR_ETOOBIG.
+ * KR_ENOENT (no such entry), KR_EPROTO (not an APIResourceList, the entry
+ * cannot be listed and watched, or a name or groupVersion holds anything but
+ * letters, digits, '-' and '.', a kind anything but letters and digits: they
+ * go into request paths), KR_ENOSPC or KR_ETOOBIG.
  */
 int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks, int ntoks,
 				 struct kr_resource *r);

@@ -23,6 +23,7 @@ dicts_for() {
 	http_head | chunked) echo http ;;
 	object_framer | items_framer | json_parse | event_apply) echo json ;;
 	watch_path) echo http json watch_path ;;
+	discovery) echo json discovery ;;
 	*) [ -f "tests/fuzz/$1.dict" ] && echo "$1" ;;
 	esac
 }

@@ -190,3 +190,38 @@ KR_TEST(discovery, resources_core)
 	check(strcmp(res.plural, "deployments") == 0 && strcmp(res.group, "apps") == 0);
 	return 0;
 }
+
+/* What the server names goes into request paths: nothing that could bend one. */
+KR_TEST(discovery, resources_refuse_names_unfit_for_a_path)
+{
+	static const char *const bad[] = {
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1\",\"resources\":[{\"name\":"
+		"\"wid gets\",\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}",
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1\",\"resources\":[{\"name\":"
+		"\"widgets?watch=0\",\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}",
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1\",\"resources\":[{\"name\":"
+		"\"w\\r\\nHost: evil\",\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}",
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1\",\"resources\":[{\"name\":"
+		"\"widgets\",\"singularName\":\"widget\",\"kind\":\"Wid\\nget\",\"namespaced\":true}]}",
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x io/v1\",\"resources\":[{\"name\":"
+		"\"widgets\",\"kind\":\"Widget\",\"namespaced\":true}]}",
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1?a=b\",\"resources\":[{\"name\":"
+		"\"widgets\",\"kind\":\"Widget\",\"namespaced\":true}]}",
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/../v1\",\"resources\":[{\"name\":"
+		"\"widgets\",\"kind\":\"Widget\",\"namespaced\":true}]}",
+	};
+	static const char good[] =
+		"{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1beta2\",\"resources\":[{\"name\":"
+		"\"widgets\",\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":false}]}";
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		check(arg("widget.x.io") == 0);
+		check(kr_discovery_parse_resources(bad[i], strlen(bad[i]), toks, 1024, &res) == KR_EPROTO);
+	}
+	/* the same answer with fit names is taken */
+	check(arg("widget.x.io") == 0);
+	check(kr_discovery_parse_resources(good, strlen(good), toks, 1024, &res) == 0);
+	check(strcmp(res.name, "widgets.x.io") == 0 && strcmp(res.version, "v1beta2") == 0);
+	return 0;
+}
