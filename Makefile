@@ -148,6 +148,9 @@ NETSIM_WRAP := $(patsubst %,-Wl$(comma)--wrap=%,kr_port_now_ms kr_port_wall_seco
 	kr_port_recv kr_port_close kr_port_last_error kr_port_poll kr_port_log_write)
 FUZZ_LDFLAGS_watch_path := $(NETSIM_WRAP)
 FUZZ_LDFLAGS_event_apply := $(NETSIM_WRAP)
+# The directory sink's file system calls, checked for confinement to its root.
+FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink rmdir rename create \
+	mkdir open_append)
 
 # mbedTLS depends only on the target and its config, not on O or our flags:
 # variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
