@@ -31,20 +31,28 @@ static int is_version(const char *s, size_t n)
 	return i == n;
 }
 
-static int set_part(char *dst, size_t size, const char *s, size_t n)
+/*
+ * Nonzero if s[0..n) is letters and digits, and '-' and '.' too when
+ * dotted: DNS labels, dots, versions, kinds; nothing that could bend a path.
+ */
+static int name_chars(const char *s, size_t n, int dotted)
 {
 	size_t i;
 
-	if (n == 0 || n >= size)
-		return -1;
 	for (i = 0; i < n; i++) {
 		char c = s[i];
 
-		/* DNS labels, dots, versions: nothing that could bend a path. */
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-		      (c >= 'A' && c <= 'Z')))
-			return -1;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      (dotted && (c == '-' || c == '.'))))
+			return 0;
 	}
+	return 1;
+}
+
+static int set_part(char *dst, size_t size, const char *s, size_t n)
+{
+	if (n == 0 || n >= size || !name_chars(s, n, 1))
+		return -1;
 	memcpy(dst, s, n);
 	dst[n] = '\0';
 	return 0;
@@ -171,37 +179,6 @@ static int entry_matches(const char *json, const kr_json_tok *toks, int n, int e
 	return 0;
 }
 
-/* A kind: letters and digits ("ConfigMap", "Widget2"). */
-static int is_kind(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
-			return 0;
-	return 1;
-}
-
-/*
- * Copies a string value into dst[0..size) if it is one set_part accepts;
- * KR_ETOOBIG or KR_EPROTO otherwise. What the server names goes into request
- * paths: a space, '?', '%' or CR LF in it must not.
- */
-static int copy_part(const char *json, const kr_json_tok *t, char *dst, size_t size)
-{
-	char tmp[sizeof(((struct kr_resource *)0)->group)];
-	int n;
-
-	if (t->type != KR_JSON_T_STRING)
-		return KR_EPROTO;
-	n = kr_json_unescape(json, t, tmp, sizeof(tmp));
-	if (n < 0)
-		return n == KR_ETOOBIG ? KR_ETOOBIG : KR_EPROTO;
-	if ((size_t)n >= size)
-		return KR_ETOOBIG;
-	return set_part(dst, size, tmp, (size_t)n) == 0 ? 0 : KR_EPROTO;
-}
-
 int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks, int ntoks,
 				 struct kr_resource *r)
 {
@@ -233,12 +210,17 @@ int kr_discovery_parse_resources(const char *json, size_t len, kr_json_tok *toks
 	if (best < 0)
 		return KR_ENOENT;
 	e = best;
+	/* What the server names goes into request paths: no space, '?', '%' or CR LF. */
 	v = kr_json_find_key(json, toks, n, e, "name", 4);
-	if ((rc = copy_part(json, &toks[v], r->plural, sizeof(r->plural))) < 0 || strchr(r->plural, '.'))
-		return rc < 0 ? rc : KR_EPROTO;
+	rc = kr_json_unescape(json, &toks[v], r->plural, sizeof(r->plural));
+	if (rc < 0)
+		return rc == KR_ETOOBIG ? KR_ETOOBIG : KR_EPROTO;
+	if (rc == 0 || !name_chars(r->plural, (size_t)rc, 1) || strchr(r->plural, '.'))
+		return KR_EPROTO;
 	v = kr_json_find_key(json, toks, n, e, "kind", 4);
 	if (v < 0 || toks[v].type != KR_JSON_T_STRING ||
-	    kr_json_unescape(json, &toks[v], r->kind, sizeof(r->kind)) <= 0 || !is_kind(r->kind))
+	    (rc = kr_json_unescape(json, &toks[v], r->kind, sizeof(r->kind))) <= 0 ||
+	    !name_chars(r->kind, (size_t)rc, 0))
 		return KR_EPROTO;
 	v = kr_json_find_key(json, toks, n, e, "namespaced", 10);
 	if (v < 0 || toks[v].type != KR_JSON_T_PRIMITIVE)

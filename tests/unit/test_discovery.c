@@ -225,3 +225,32 @@ KR_TEST(discovery, resources_refuse_names_unfit_for_a_path)
 	check(strcmp(res.name, "widgets.x.io") == 0 && strcmp(res.version, "v1beta2") == 0);
 	return 0;
 }
+
+/* The entry's name fills r->plural (KR_NAME_MAX with its NUL) or is refused; empty or NUL inside is no name. */
+KR_TEST(discovery, resources_name_bound)
+{
+	char json[512], name[KR_NAME_MAX + 1];
+
+	memset(name, 'w', sizeof(name));
+	name[KR_NAME_MAX - 1] = '\0';   /* the longest that fits */
+	snprintf(json, sizeof(json), "{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1\",\"resources\":"
+		 "[{\"name\":\"%s\",\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}", name);
+	check(arg("widget.x.io") == 0);
+	check(kr_discovery_parse_resources(json, strlen(json), toks, 1024, &res) == 0);
+	check(strlen(res.plural) == KR_NAME_MAX - 1);
+	name[KR_NAME_MAX - 1] = 'w';
+	name[KR_NAME_MAX] = '\0';       /* one more */
+	snprintf(json, sizeof(json), "{\"kind\":\"APIResourceList\",\"groupVersion\":\"x.io/v1\",\"resources\":"
+		 "[{\"name\":\"%s\",\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}", name);
+	check(arg("widget.x.io") == 0);
+	check(kr_discovery_parse_resources(json, strlen(json), toks, 1024, &res) == KR_ETOOBIG);
+	snprintf(json, sizeof(json), "{\"kind\":\"APIResourceList\",\"resources\":[{\"name\":\"\","
+		 "\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}");
+	check(arg("widget.x.io") == 0);
+	check(kr_discovery_parse_resources(json, strlen(json), toks, 1024, &res) == KR_EPROTO);
+	snprintf(json, sizeof(json), "{\"kind\":\"APIResourceList\",\"resources\":[{\"name\":\"wid\\u0000x\","
+		 "\"singularName\":\"widget\",\"kind\":\"Widget\",\"namespaced\":true}]}");
+	check(arg("widget.x.io") == 0);
+	check(kr_discovery_parse_resources(json, strlen(json), toks, 1024, &res) == KR_EPROTO);
+	return 0;
+}
