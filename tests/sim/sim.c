@@ -305,18 +305,24 @@ static void on_event(void *arg, const struct kr_event *ev)
  * cut is re-watched at once (a dropped stream is not a failure) and that
  * attempt may fall back to a LIST.
  */
+/* client-go's un-jittered delay at step k after a reset (k = 0: 0.8 s), doubling to the cap. */
+static int64_t cg_delay(int k)
+{
+	int64_t d = CG_BACKOFF_INITIAL_MS;
+
+	while (k-- > 0 && d < CG_BACKOFF_CAP_MS)
+		d *= 2;
+	return d < CG_BACKOFF_CAP_MS ? d : CG_BACKOFF_CAP_MS;
+}
+
 static int steps_in(int64_t span)
 {
-	int64_t d = CG_BACKOFF_INITIAL_MS, sum = 0;
-	int n = 1;
+	int64_t sum = 0;
+	int n = 0;
 
-	for (;;) {
-		sum += d;
-		if (sum > span)
-			return n;
+	while ((sum += cg_delay(n)) <= span)
 		n++;
-		d = d * 2 > CG_BACKOFF_CAP_MS ? CG_BACKOFF_CAP_MS : d * 2;
-	}
+	return n + 1;
 }
 
 static int max_attempts_per_minute(void)
@@ -354,14 +360,7 @@ static int in_reset_window(const struct attempt_log *a)
 
 static int64_t least_wait(const struct attempt_log *a)
 {
-	int64_t d = CG_BACKOFF_INITIAL_MS;
-	int k;
-
-	if (a->asked || !in_reset_window(a))
-		return d;
-	for (k = 0; k < a->steps && d < CG_BACKOFF_CAP_MS; k++)
-		d *= 2;
-	return d < CG_BACKOFF_CAP_MS ? d : CG_BACKOFF_CAP_MS;
+	return a->asked || !in_reset_window(a) ? CG_BACKOFF_INITIAL_MS : cg_delay(a->steps);
 }
 
 static void attempt(int owner, const struct kr_sim_obs *o)
@@ -400,6 +399,71 @@ static void attempt(int owner, const struct kr_sim_obs *o)
 	a->failed_at = -1;
 }
 
+static void failure(int owner, const struct kr_sim_obs *o)
+{
+	struct attempt_log *a = &t.att[owner];
+
+	a->failed_at = o->t;
+	a->asked = o->asked;
+	snprintf(a->failure, sizeof(a->failure), "%s", o->what);
+}
+
+/*
+ * The backoff model of property (4) on made-up histories, so that a checker
+ * which can no longer fail is caught: each is a list of waits (ms) after
+ * failures a second apart; asked marks a failure with Retry-After. Returns
+ * 0 if the model judged every history as client-go would.
+ */
+static int backoff_model_check(void)
+{
+	static const struct {
+		const char *what;
+		int violates;
+		int64_t start;            /* first failure, ms after the start */
+		int asked_at;             /* index of a Retry-After failure, -1 none */
+		int64_t waits[9];         /* 0 ends */
+	} h[] = {
+		{ "client-go's own steps", 0, 1000, -1, { 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000 } },
+		{ "no doubling", 1, 1000, -1, { 800, 1000 } },
+		{ "capped at 10 s", 1, 1000, -1, { 800, 1600, 3200, 6400, 10000 } },
+		{ "reset after 30 s (its 1.2 s wait)", 1, 1000, -1, { 800, 1600, 3200, 6400, 12800, 25600, 1200 } },
+		{ "Retry-After: 1 waited as asked, no step", 0, 1000, 2, { 800, 1600, 1000, 3200, 6400 } },
+		{ "a reset seen at 130 s, then no doubling", 1, 130000, -1, { 900, 1000 } },
+		{ "no reset known: a 0.9 s wait may be a reset", 0, 200000, -1, { 25600, 900 } },
+	};
+	size_t i;
+	int wrong = 0;
+
+	for (i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
+		struct kr_sim_obs o;
+		int k;
+
+		memset(&t.att[0], 0, sizeof(t.att[0]));
+		memset(&o, 0, sizeof(o));
+		t.failed = 0;
+		t.start_at = 0;
+		t.att[0].reset_at = 0;
+		t.att[0].failed_at = -1;
+		o.t = h[i].start;
+		for (k = 0; k < 9 && h[i].waits[k]; k++) {
+			o.asked = k == h[i].asked_at;
+			snprintf(o.what, sizeof(o.what), "made-up failure %d", k);
+			failure(0, &o);
+			o.t += h[i].waits[k];
+			attempt(0, &o);
+			o.t += 1000;
+		}
+		if (t.failed != h[i].violates) {
+			printf("FAIL the backoff model of property (4): history '%s' %s\n", h[i].what,
+			       h[i].violates ? "passed" : t.why);
+			wrong++;
+		}
+	}
+	t.failed = 0;
+	memset(t.att, 0, sizeof(t.att));
+	return wrong;
+}
+
 static void outage_attempt(int owner, const struct kr_sim_obs *o)
 {
 	struct attempt_log *a = &t.att[owner];
@@ -433,17 +497,12 @@ static void take_observations(void)
 		if (owner < 0 || owner >= t.sc.nres)
 			continue;
 		switch (o.kind) {
-		case KR_SIM_OBS_FAILURE: {
-			struct attempt_log *a = &t.att[owner];
-
-			a->failed_at = o.t;
-			a->asked = o.asked;
-			snprintf(a->failure, sizeof(a->failure), "%s", o.what);
+		case KR_SIM_OBS_FAILURE:
+			failure(owner, &o);
 			/* A connect that failed was an attempt of its own. */
 			if (o.outage && o.req_kind < 0 && strstr(o.what, "connect"))
 				outage_attempt(owner, &o);
 			break;
-		}
 		case KR_SIM_OBS_BAD_ADDRESS:
 			violation(0, "%s: connect to %s, an address no name lookup returned (the server is %s)",
 				  kr_sim_type_plural(t.sc.flt[owner].type), o.what, "kube.sim = 10.96.0.1:6443");
@@ -912,6 +971,16 @@ int main(int argc, char **argv)
 	kr_sim_set_trace(t.verbose);
 	kr_log_set_level(t.verbose ? KR_LOG_TRACE : -1);
 	t.max_per_minute = max_attempts_per_minute();
+	if (regress) {
+		total.regressions++;
+		if (backoff_model_check() == 0) {
+			total.passed++;
+			printf("ok the backoff model of property (4): client-go's steps pass, no doubling, a low cap and "
+			       "an early reset fail\n");
+		} else {
+			total.failed++;
+		}
+	}
 	rg = sim_regressions(&nrg);
 	for (k = 0; k < nrg && (regress || only); k++)
 		if (!only || strcmp(only, rg[k].name) == 0)
