@@ -12,7 +12,6 @@
 #define F_TODO 4u  /* claimed by the current event, not written yet */
 #define F_NEW 8u   /* added by the current event: undone if the manifest cannot say so */
 
-#define MANIFEST_HEADER "kreflect-manifest 1"
 #define TMP_PREFIX ".kreflect-tmp-"
 #define RESERVED_PREFIX ".kreflect"
 #define TMP_TRIES 8
@@ -360,7 +359,7 @@ static int finish_tmp(int fd, const char *tmp, const void *buf, size_t len)
 static int manifest_write(struct kr_dirsink *d)
 {
 	char path[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_PATH_MAX];
-	const char *header = MANIFEST_HEADER "\n";
+	const char *header = KR_DIRSINK_MANIFEST_HEADER "\n";
 	size_t i, len;
 	int fd, r = 0;
 
@@ -566,12 +565,12 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 			}
 			d->buf[ll] = '\0';
 			if (!header) {
-				if (strcmp(d->buf, MANIFEST_HEADER) != 0) {
+				if (strcmp(d->buf, KR_DIRSINK_MANIFEST_HEADER) != 0) {
 					kr_port_fs_close(fd);
 					d->max_files = max;
 					kr_snprintf(err, errlen, "unable to read %s: not a kreflect "
 						 "manifest (first line is not \"%s\")", path,
-						 MANIFEST_HEADER);
+						 KR_DIRSINK_MANIFEST_HEADER);
 					return KR_EPROTO;
 				}
 				header = 1;

@@ -65,6 +65,8 @@
 
 #define KR_DIRSINK_ANNOTATION "kreflect.io/target-dir"
 #define KR_DIRSINK_MANIFEST ".kreflect-manifest"
+/* The manifest's first line (without its newline); a file without it is not one. */
+#define KR_DIRSINK_MANIFEST_HEADER "kreflect-manifest 1"
 #define KR_DIRSINK_FILE_MODE 0644u
 #define KR_DIRSINK_SECRET_MODE 0600u
 #define KR_DIRSINK_DIR_MODE 0755u

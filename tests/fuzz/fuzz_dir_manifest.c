@@ -42,8 +42,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The header sink_dir.c writes as the manifest's first line. */
-#define HEADER "kreflect-manifest 1\n"
 #define VICTIM "not kreflect's\n"
 #define MAX_SYNCS 8
 
@@ -237,13 +235,13 @@ static void check_outside(void)
 		abort();
 }
 
-static void check_error(int r, const char *err)
+static void check_error(int r, const char *err, size_t size)
 {
 	if (r == 0)
 		return;
 	if (r != KR_EINVAL && r != KR_EPROTO && r != KR_EIO)
 		abort();
-	if (!memchr(err, '\0', 512) || !err[0] || strchr(err, '\n'))
+	if (!memchr(err, '\0', size) || !err[0] || strchr(err, '\n'))
 		abort();
 }
 
@@ -285,15 +283,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!f)
 		abort();
 	if (data[0] & 1)
-		fputs(HEADER, f);
+		fputs(KR_DIRSINK_MANIFEST_HEADER "\n", f);
 	if (fwrite(data + 1, 1, size - 1, f) != size - 1 || fclose(f) != 0)
 		abort();
 	memset(&o, 0, sizeof(o));
 	o.path = root;
 	o.layout_object = (data[0] & 2) != 0;
-	memset(err, 0, sizeof(err));
+	memset(err, 'x', sizeof(err));
 	r = kr_dirsink_init(&sink, &o, err, sizeof(err));
-	check_error(r, err);
+	check_error(r, err, sizeof(err));
 	if (r == 0) {
 		memset(&ev, 0, sizeof(ev));
 		if (data[0] & 4) {
