@@ -28,7 +28,7 @@ VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
 DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
 	musl-dev:arm64 musl-dev:armhf qemu-user libjsmn-dev python3 openssl \
 	clang libclang-rt-14-dev valgrind bzip2 dpkg-dev cppcheck binutils file \
-	strace procps curl
+	strace procps curl pkg-config
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
 MBEDTLS_DIR := $(DEPS)/mbedtls
@@ -157,6 +157,7 @@ FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink 
 MBEDTLS_O := build/$(TARGET)/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
+.PHONY: lib install target-lib
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
 	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help \
 	sim target-sim
@@ -173,6 +174,26 @@ build/kreflect: FORCE | $(MBEDTLS_STAMP) $(JSMN_H)
 cross: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin
+
+# The library (README "Use kreflect as a library"): build/<target>/libkreflect.a,
+# libkreflect-mbedtls.a beside it, and a pkg-config file for the build tree
+# (build/kreflect.pc for x86_64, build/<target>/kreflect.pc for each target).
+lib: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 target-lib
+	$(Q)+$(SUBMAKE) TARGET=aarch64 target-lib
+	$(Q)+$(SUBMAKE) TARGET=armv7 target-lib
+	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
+
+# make install PREFIX=/usr/local [TARGET=x86_64|aarch64|armv7] [DESTDIR=...]
+PREFIX ?= /usr/local
+install: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=$(TARGET) target-lib
+	$(Q)install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(PREFIX)/include/kreflect.h
+	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(PREFIX)/lib/
+	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$${prefix}/include|' \
+	  -e 's|^libdir=.*|libdir=$${prefix}/lib|' $(O)/kreflect.pc >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kreflect.pc
+	@echo "  INSTALL $(DESTDIR)$(PREFIX): include/kreflect.h lib/libkreflect.a lib/libkreflect-mbedtls.a lib/pkgconfig/kreflect.pc"
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
@@ -215,7 +236,34 @@ FORCE:
 # --- per-target build (called with TARGET set) -------------------------------------------
 
 target-bin: $(O)/kreflect
-target-tests: $(O)/tests/unit $(TOOLS) $(REPLAYS)
+target-lib: $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(O)/kreflect.pc
+
+# Every module but main (the CLI's outputs come along; a program links only
+# the objects it uses). mbedTLS in its own archive, so that a firmware that
+# already has mbedTLS 3.6 can link its own instead (built with
+# config/mbedtls_config.h's options: see the README).
+$(O)/libkreflect.a: $(OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && $(CROSS_COMPILE)ar rcs $@ $(OBJ)
+
+$(O)/libkreflect-mbedtls.a: $(MBEDTLS_LIB)
+	$(Q)cp $< $@
+
+$(O)/kreflect.pc: Makefile
+	@mkdir -p $(@D)
+	$(Q)printf '%s\n' 'prefix=$(CURDIR)' 'includedir=$(CURDIR)/src' 'libdir=$(CURDIR)/$(O)' '' \
+	  'Name: kreflect' 'Description: Kubernetes reflector for edge devices ($(TARGET), static, musl)' \
+	  'Version: $(VERSION)' 'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lkreflect -lkreflect-mbedtls' >$@
+target-tests: $(O)/tests/unit $(TOOLS) $(REPLAYS) $(O)/tests/gateway
+
+# The firmware-style example (tests/example/): a program of the user's, built
+# against the archives alone, as the README's pkg-config line does.
+$(O)/tests/gateway: tests/example/gateway.c src/kreflect.h $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a
+	@mkdir -p $(@D)
+	@echo "  CC+LD   $@"
+	$(Q)$(CC) -std=c99 $(OPT) $(ARCH_FLAGS) -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Isrc \
+	  $(LINK_STATIC) $(ARCH_LDFLAGS) $(LTO_LINK) -Wl,--gc-sections -o $@ $< -L$(O) -lkreflect -lkreflect-mbedtls
 target-fuzz: $(FUZZERS)
 
 $(O)/kreflect: $(O)/kreflect.unstripped
@@ -343,6 +391,14 @@ check-symbols: build/kreflect
 	  | awk 'NF==3 {print $$3}' | grep -v -E '^(kr_|main$$|mbedtls_hardware_poll$$|mbedtls_platform_gmtime_r$$)' | sort -u); \
 	if [ -n "$$bad" ]; then echo "kreflect: exported symbols without the kr_ prefix:" >&2; echo "$$bad" >&2; exit 1; fi; \
 	echo "check-symbols: every exported symbol starts with kr_"
+	$(Q)+$(SUBMAKE) TARGET=x86_64 target-lib
+	$(Q)bad=$$(nm -g --defined-only build/x86_64/libkreflect.a 2>/dev/null | awk 'NF==3 {print $$3}' \
+	  | grep -v -E '^(kr_|mbedtls_hardware_poll$$|mbedtls_platform_gmtime_r$$)' | sort -u); \
+	if [ -n "$$bad" ]; then echo "kreflect: libkreflect.a exports symbols without the kr_ prefix:" >&2; echo "$$bad" >&2; exit 1; fi; \
+	bad=$$(nm -g --defined-only build/x86_64/libkreflect-mbedtls.a 2>/dev/null | awk 'NF==3 {print $$3}' \
+	  | grep -v -E '^(mbedtls_|psa_)' | sort -u); \
+	if [ -n "$$bad" ]; then echo "kreflect: libkreflect-mbedtls.a exports symbols without mbedtls_/psa_:" >&2; echo "$$bad" >&2; exit 1; fi; \
+	echo "check-symbols: libkreflect.a exports only kr_, libkreflect-mbedtls.a only mbedtls_/psa_"
 
 BANNED := sprintf|strcpy|strcat|strtok|atoi|atol|gets|alloca|vsprintf|strncpy
 lint:

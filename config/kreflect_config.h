@@ -30,14 +30,40 @@
 #define KR_MAX_RESOURCES 8
 #endif
 
-/* Objects the store indexes (held or present-but-not-held), over all resources. */
+/*
+ * Objects the store indexes (held or present-but-not-held), over all
+ * resources, and the bytes of object JSON the arena holds: the defaults of
+ * --max-objects and --arena-bytes (kr_config's max_objects, arena_bytes).
+ * Both are reserved once at start-up, never after; untouched pages cost no
+ * RSS. The ceilings bound what a run-time value may ask for: a firmware
+ * build lowers them to make a bad value fail at start-up.
+ */
 #ifndef KR_MAX_OBJECTS
-#define KR_MAX_OBJECTS 4096
+#define KR_MAX_OBJECTS 16384
+#endif
+#ifndef KR_MAX_OBJECTS_CEILING
+#define KR_MAX_OBJECTS_CEILING (1u << 20)
 #endif
 
-/* Bytes of object JSON the arena holds. Untouched pages cost no RSS. */
 #ifndef KR_ARENA_BYTES
 #define KR_ARENA_BYTES (8u * 1024u * 1024u)
+#endif
+#ifndef KR_ARENA_BYTES_CEILING
+#define KR_ARENA_BYTES_CEILING (2048ull * 1024u * 1024u)
+#endif
+/* The smallest arena: the reserve below, twice, and room for a few objects. */
+#ifndef KR_ARENA_MIN
+#define KR_ARENA_MIN (256u * 1024u)
+#endif
+
+/* Longest --resync period (resync_s), so that its milliseconds fit an int. */
+#ifndef KR_RESYNC_MAX_S
+#define KR_RESYNC_MAX_S 2000000
+#endif
+
+/* --memory: one index slot per this many bytes of the budget, the rest arena. */
+#ifndef KR_MEMORY_PER_OBJECT
+#define KR_MEMORY_PER_OBJECT 512u
 #endif
 
 /* Largest single object: etcd's default request limit is 1.5 MiB, plus envelope. */

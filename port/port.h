@@ -131,6 +131,14 @@ int kr_port_signal_read(int fd);
  */
 void kr_port_discard(void *p, size_t len);
 
+/*
+ * Start-up only: len bytes of zeroed, 16-byte aligned memory for the whole
+ * run, reserved once before the loop starts (the capacities chosen by
+ * flags). Untouched pages cost no RAM. NULL if the system refuses. Never
+ * given back; never called after start-up (`make test-malloc` checks).
+ */
+void *kr_port_reserve(size_t len);
+
 /* --- output ------------------------------------------------------------------- */
 
 struct kr_iov {

@@ -1,8 +1,8 @@
 /*
- * The static memory budget: every large buffer kreflect reserves at build
- * time, computed from config/kreflect_config.h and the structures that hold
- * them. `kreflect --print-budget` prints it; a test checks it against the
- * binary's .data + .bss.
+ * The memory budget: every large buffer kreflect uses, computed from
+ * config/kreflect_config.h, the structures that hold them and the
+ * capacities chosen at start-up. `kreflect --print-budget` prints it; a test
+ * checks the static part against the binary's .data + .bss.
  */
 #ifndef KR_BUDGET_H
 #define KR_BUDGET_H
@@ -12,13 +12,15 @@
 struct kr_budget_item {
 	const char *name;
 	size_t bytes;
+	int reserved;                  /* 1: reserved once at start-up; 0: static (.data + .bss) */
 	const char *why;
 };
 
-/* The items, in a static table; *count is set to their number. */
-const struct kr_budget_item *kr_budget_items(size_t *count);
-
-/* The sum of all items, in bytes. */
-size_t kr_budget_total(void);
+/*
+ * Fills items[0..max) for a client of these capacities. Returns how many
+ * items there are (more than max: the rest were not written).
+ */
+#define KR_BUDGET_ITEMS 12
+size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects, size_t arena);
 
 #endif /* KR_BUDGET_H */

@@ -1,16 +1,49 @@
 /*
- * kreflect public API: the reflector as a C library.
+ * kreflect: a Kubernetes reflector as a C library.
  *
- * Error convention everywhere: 0 (or a positive count) is success, a negative
- * KR_E... value is failure; kr_strerror() names it. Parsers use three outcomes:
- * done (> 0), need more input (0), error (< 0).
+ * One client lists and watches resources on a Kubernetes API server over
+ * HTTPS, keeps an exact mirror of them in memory the caller gives it, and
+ * hands every change to callbacks. No heap, no threads: everything lives in
+ * one block of caller memory (kr_client_memory() says how much), and the
+ * client runs either its own poll() loop (kr_client_run) or inside the
+ * host's loop (kr_client_fds + kr_client_process, as libcurl's multi API).
+ *
+ *     struct kr_config cfg;
+ *     kr_config_init(&cfg);
+ *     cfg.kubeconfig = "/etc/gw/kubeconfig";
+ *     size_t need = kr_client_memory(&cfg);           // then give it need bytes
+ *     kr_client_init(&c, mem, need, &cfg, err, sizeof(err));
+ *     kr_client_add_resource(c, "configmaps", err, sizeof(err));
+ *     kr_client_on_event(c, on_change, NULL);
+ *     kr_client_start(c, err, sizeof(err));
+ *     kr_client_run(c);                                // until kr_client_stop()
+ *
+ * Errors: 0 (or a count) is success, a negative KR_E... code is failure;
+ * kr_strerror() names it. Functions taking err/errlen also write a one-line
+ * message there ("" on success). A NULL client or a missing required
+ * argument is KR_EINVAL; a call in the wrong state (see each function) is
+ * KR_ESTATE; a caller buffer too small is KR_ENOSPC. Misuse never crashes.
+ *
+ * Callbacks run inside kr_client_run/kr_client_process. From a callback
+ * only these calls are legal: kr_client_stop, kr_client_get,
+ * kr_client_foreach, kr_client_status, kr_client_resource_name,
+ * kr_client_ready and kr_object_field; any other returns KR_ESTATE. Views
+ * (const char * + length) passed to callbacks or filled by kr_client_get are
+ * valid until the callback returns or until the client next runs.
+ *
+ * C99; usable from C++.
  */
 #ifndef KREFLECT_H
 #define KREFLECT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#define KR_VERSION "0.1.0"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KR_VERSION "0.2.0"
 
 enum kr_err {
 	KR_OK = 0,
@@ -33,5 +66,287 @@ const char *kr_strerror(int err);
 
 /* The build target ("x86_64", "aarch64", "armv7", ...), fixed at compile time. */
 const char *kr_target(void);
+
+/* --- configuration ------------------------------------------------------------ */
+
+enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };
+
+/*
+ * Everything a client needs before it starts. kr_config_init() fills the
+ * defaults; set what you need. Strings are the caller's and are read (and
+ * copied where kept) by kr_client_init and kr_client_start only.
+ *
+ * Where to connect, in kubectl's order: `kubeconfig` (a path; several
+ * joined by ':' are merged), else $KUBECONFIG, else in-cluster
+ * ($KUBERNETES_SERVICE_HOST and the service account's files), else
+ * ~/.kube/config; then `server`, `token_file`, `ca_file`, the client
+ * certificate and `insecure_skip_tls_verify` override the chosen source
+ * field by field. With `no_auto_source` set, only the fields given here
+ * count (firmware that has no kubeconfig and wants no environment lookups).
+ * HTTPS_PROXY/NO_PROXY (or the cluster's proxy-url) choose a proxy.
+ */
+struct kr_config {
+	/* connection */
+	const char *kubeconfig;        /* path, or paths joined by ':' */
+	const char *context;           /* kubeconfig context; NULL: current-context */
+	const char *server;            /* https://host[:port] (http:// only if named) */
+	const char *token;             /* bearer token itself (never logged) */
+	const char *token_file;        /* bearer token file, re-read on change and after a 401 */
+	const char *ca_file;           /* CA bundle (PEM) */
+	const char *cert_file;         /* client certificate (PEM) */
+	const char *key_file;          /* client key (PEM) */
+	const unsigned char *ca_pem;   /* or the CA bundle's bytes (with ca_pem_len) */
+	size_t ca_pem_len;
+	int insecure_skip_tls_verify;  /* 1: do not verify the server (logged per connection) */
+	int no_auto_source;            /* 1: no kubeconfig/environment lookup */
+
+	/* what */
+	const char *ns;                /* namespace; NULL: the source's, else "default" */
+	int all_namespaces;
+	const char *label_selector;    /* "a=b,c!=d" */
+	const char *field_selector;    /* "metadata.name=x" */
+
+	/* how (client-go's defaults) */
+	enum kr_watch_list_mode watch_list; /* AUTO: watch-list, else paginated LIST (remembered) */
+	int page_size;                 /* 0: 500, as client-go */
+	int resync_s;                  /* re-deliver every object as RESYNC this often; 0 off */
+	int initial_events_timeout_s;  /* watch-list quiet time before LIST; 0: 30 */
+	int watch_idle_timeout_s;      /* a silent watch before the bookmark cadence is known; 0: default */
+	int keep_managed_fields;       /* 1: keep metadata.managedFields */
+	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */
+	int log_level;                 /* 0 warnings, 1 info (default), 2 debug, 3 trace */
+
+	/* capacities (0: the compile-time default); never above the compile-time ceiling */
+	size_t max_objects;            /* objects indexed, held or not, over all resources */
+	size_t arena_bytes;            /* object bytes held */
+	size_t memory_bytes;           /* or one budget for both: split by kr_client_memory() */
+};
+
+/* Fills cfg with the defaults (every field zero or the default above). */
+void kr_config_init(struct kr_config *cfg);
+
+/* --- the client ---------------------------------------------------------------- */
+
+struct kr_client;                  /* opaque; lives in the memory given to kr_client_init */
+
+/*
+ * Bytes of memory a client with this configuration needs (the client
+ * itself, the object index and the arena), rounded up to 16; 0 if the
+ * configuration asks for more than the compile-time ceilings allow. Also
+ * resolves memory_bytes into max_objects/arena_bytes the way init will.
+ * Pages never written (most of the arena, until it fills) cost no RAM on
+ * an MMU system.
+ */
+size_t kr_client_memory(const struct kr_config *cfg);
+
+/*
+ * Sets up a client in mem[0..len) (16-byte aligned, at least
+ * kr_client_memory(cfg) bytes; the caller keeps it until the client is no
+ * longer used, and frees nothing: there is nothing to free). Reads the
+ * configuration sources (kubeconfig, in-cluster files, PEM files) and sets
+ * up TLS; does no network I/O. *out gets the client. Errors: KR_EINVAL (a
+ * bad field, message in err), KR_ENOSPC (len too small), KR_ENOENT or KR_EIO
+ * (a file), KR_ETLS (credentials mbedTLS refused).
+ */
+int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct kr_config *cfg,
+		   char *err, size_t errlen);
+
+/*
+ * Adds a resource to mirror, before kr_client_start: a built-in name
+ * ("configmaps", "cm", "deployments.apps", "apps/v1/deployments") or any
+ * other the server serves, resolved by discovery at start
+ * ("widgets.example.com", "example.com/v1/widgets"). Returns its index
+ * (0, 1, ...: the `res` of events), or KR_EINVAL (bad name), KR_ENOSPC
+ * (more than the compile-time resource table), KR_ESTATE (started).
+ * With none added, the compile-time table (config/resources.def) is used.
+ */
+int kr_client_add_resource(struct kr_client *c, const char *name, char *err, size_t errlen);
+
+/*
+ * The same with its own namespace and selectors (NULL: the configuration's),
+ * so one client can mirror, say, ConfigMaps of two namespaces.
+ */
+struct kr_resource_spec {
+	const char *name;
+	const char *ns;
+	int all_namespaces;
+	const char *label_selector;
+	const char *field_selector;
+};
+int kr_client_add(struct kr_client *c, const struct kr_resource_spec *spec, char *err, size_t errlen);
+
+/* What a change callback receives. Views valid during the call only. */
+enum kr_event_type {
+	KR_EV_ADDED,
+	KR_EV_MODIFIED,
+	KR_EV_DELETED,                 /* obj is the last version held */
+	KR_EV_RESYNC,                  /* periodic re-delivery of a held object (resync_s) */
+	KR_EV_SYNCED,                  /* a (re)list of one resource completed */
+};
+
+struct kr_event {
+	enum kr_event_type type;
+	int res;                       /* resource index */
+	const char *resource;          /* "configmaps", "deployments.apps" */
+	const char *key;               /* "namespace/name"; NULL for SYNCED */
+	const char *rv;                /* resourceVersion of the object or of the list */
+	const char *obj;               /* object JSON (not NUL-terminated); NULL for SYNCED */
+	size_t objlen;
+	size_t count;                  /* SYNCED: objects of the resource now held */
+	int partial;                   /* SYNCED: some objects could not be read or held;
+					  their old state was kept, so nothing may be
+					  concluded from their absence */
+};
+
+/* The name of an event type as printed ("ADDED"). */
+const char *kr_event_name(enum kr_event_type t);
+
+/*
+ * Calls fn for every change, in order, after the callbacks added before it.
+ * Up to 6 (KR_MAX_SINKS) callbacks. Returns 0, KR_ENOSPC, KR_EINVAL or
+ * KR_ESTATE (from a callback).
+ */
+int kr_client_on_event(struct kr_client *c, void (*fn)(void *arg, const struct kr_event *ev),
+		       void *arg);
+
+/* What a resource's reflector is doing. */
+enum kr_state {
+	KR_STATE_STARTING,             /* not asked yet */
+	KR_STATE_CONNECTED,            /* the server accepted a list, watch-list or watch */
+	KR_STATE_SYNCED,               /* a (re)list completed */
+	KR_STATE_BACKOFF,              /* waiting before the next attempt */
+	KR_STATE_STOPPED,
+};
+
+struct kr_state_change {
+	int res;                       /* resource index */
+	const char *resource;
+	enum kr_state state;
+	const char *reason;            /* BACKOFF: why ("watch expired", ...); else "" */
+	int64_t next_attempt_ms;       /* BACKOFF: milliseconds from now until the next try */
+};
+
+/* Calls fn on every state change of any resource. One callback; NULL removes it. */
+int kr_client_on_state(struct kr_client *c, void (*fn)(void *arg, const struct kr_state_change *st),
+		       void *arg);
+
+/*
+ * Resolves discovered resources (blocking, at most 15 s per name, before
+ * any other work) and starts every reflector; the loop does the rest.
+ * Returns 0, KR_ESTATE (already started, or stopped), KR_ENOENT (a
+ * resource the server does not serve), or the connection's error.
+ */
+int kr_client_start(struct kr_client *c, char *err, size_t errlen);
+
+/*
+ * Runs the client's own poll() loop until kr_client_stop() (from a
+ * callback or a signal handler's flag you check in a callback) or, with
+ * stop_after_sync, until every resource synced. Returns 0 or KR_EIO.
+ * KR_ESTATE if not started or called from a callback.
+ */
+int kr_client_run(struct kr_client *c);
+
+/*
+ * Closes every connection and cancels every timer; no event follows.
+ * Legal from a callback (takes effect when it returns). Idempotent.
+ */
+int kr_client_stop(struct kr_client *c);
+
+/* --- the host's loop -------------------------------------------------------- */
+
+#define KR_POLLIN 1
+#define KR_POLLOUT 2
+#define KR_POLLERR 4
+
+struct kr_client_fd {
+	int fd;
+	short events;                  /* KR_POLLIN | KR_POLLOUT, to wait for */
+	short revents;                 /* filled by the host after its poll() */
+};
+
+/*
+ * The descriptors the client waits on now (at most max; each with the
+ * events to wait for) and *timeout_ms, how long the host may sleep before
+ * calling kr_client_process even if nothing is ready (-1: no deadline; 0:
+ * bytes are already buffered, do not sleep). Call before every poll(): the
+ * set changes as connections come and go. Returns the count, KR_ENOSPC if
+ * max is too small (max >= KR_CLIENT_MAX_FDS always suffices), KR_ESTATE.
+ */
+#define KR_CLIENT_MAX_FDS 32
+int kr_client_fds(struct kr_client *c, struct kr_client_fd *fds, int max, int *timeout_ms);
+
+/*
+ * Hands back what the host's poll() reported for fds[0..n) (the array
+ * from kr_client_fds, revents filled; order and extra entries of the
+ * host's own do not matter), then fires due timers. Call it also when the
+ * timeout passed with nothing ready (n may be 0). Returns callbacks made
+ * (>= 0), KR_ESTATE (not started, or from a callback).
+ */
+int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n);
+
+/* --- reading the mirror ------------------------------------------------------ */
+
+struct kr_object {
+	int res;
+	const char *key;               /* "namespace/name" */
+	const char *rv;
+	const char *obj;               /* NULL when the object is known but too large to hold */
+	size_t objlen;
+};
+
+/*
+ * Looks up key ("namespace/name", or "name" when cluster-scoped) in
+ * resource res. Returns 0 with *out filled (views valid until the client
+ * next runs), KR_ENOENT, KR_EINVAL.
+ */
+int kr_client_get(struct kr_client *c, int res, const char *key, struct kr_object *out);
+
+/*
+ * Calls fn for every object of resource res (res < 0: all), in no
+ * particular order; fn must not call back into the client except the
+ * read-only calls. Returns the count or KR_EINVAL.
+ */
+int kr_client_foreach(struct kr_client *c, int res,
+		      void (*fn)(void *arg, const struct kr_object *o), void *arg);
+
+/*
+ * Copies the string (JSON-unescaped) or the literal text of a number,
+ * true/false, at a dotted path of an object, into buf (NUL-terminated):
+ * "data.log-level", "metadata.labels.app", "metadata.name". A path part
+ * holding dots cannot be named: use "\." inside a part
+ * ("metadata.annotations.example\.com/x"). Returns the length, KR_ENOENT
+ * (no such path, or it is an object/array/null), KR_ENOSPC (buf too small;
+ * buf holds ""), KR_EINVAL (not a JSON object, bad arguments).
+ */
+int kr_object_field(const char *obj, size_t objlen, const char *path, char *buf, size_t size);
+
+/* --- health ------------------------------------------------------------------------ */
+
+struct kr_status {
+	const char *resource;
+	enum kr_state state;
+	int synced;                    /* completed a sync at least once */
+	int partial;                   /* the last sync could not read or index every object */
+	size_t objects;                /* held or known-but-not-held */
+	const char *last_rv;
+	const char *reason;            /* the last connection problem, "" if none */
+	unsigned long lists, watch_lists, watches, relists, errors;
+};
+
+/* Fills *st for resource res. Returns 0, KR_EINVAL. */
+int kr_client_status(struct kr_client *c, int res, struct kr_status *st);
+
+/* Number of resources (after start: discovered ones included), or KR_EINVAL. */
+int kr_client_resources(struct kr_client *c);
+
+/* The name of resource res ("configmaps"), or NULL. */
+const char *kr_client_resource_name(struct kr_client *c, int res);
+
+/* 0: not every resource synced yet; 1: synced but degraded (objects not held); 2: all good. */
+int kr_client_ready(struct kr_client *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KREFLECT_H */

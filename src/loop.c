@@ -130,66 +130,85 @@ static int fire_due(struct kr_loop *loop, kr_ms_t now)
 	return calls;
 }
 
-int kr_loop_once(struct kr_loop *loop, int max_wait_ms)
+int kr_loop_fds(struct kr_loop *loop, struct kr_pollfd *fds, int max, int *wait_ms)
 {
-	struct kr_pollfd fds[KR_LOOP_MAX_SOURCES];
-	struct kr_source *owner[KR_LOOP_MAX_SOURCES];
-	int pending[KR_LOOP_MAX_SOURCES];
-	int i, n = 0, npending = 0, r, wait, calls = 0;
-	kr_ms_t now = kr_port_now_ms();
+	int i, n = 0, pending = 0, wait;
 
 	for (i = 0; i < loop->nsources; i++) {
 		struct kr_source *s = loop->sources[i];
 
-		pending[i] = s->pending && s->pending(s);
-		npending += pending[i];
+		pending |= s->pending && s->pending(s);
 		if (s->fd < 0 || !s->want)
 			continue;
+		if (n == max)
+			return KR_ENOSPC;
 		fds[n].fd = s->fd;
 		fds[n].want = (short)s->want;
 		fds[n].got = 0;
-		owner[n++] = s;
+		n++;
 	}
-	wait = next_wait(loop, now);
-	if (max_wait_ms >= 0 && (wait < 0 || wait > max_wait_ms))
-		wait = max_wait_ms;
-	if (npending)
-		wait = 0;
+	wait = pending ? 0 : next_wait(loop, kr_port_now_ms());
 	for (i = 0; wait != 0 && i < loop->nhooks; i++)
 		loop->hooks[i].fn(loop->hooks[i].arg);
 	loop->passes++;
+	*wait_ms = wait;
+	return n;
+}
+
+int kr_loop_process(struct kr_loop *loop, const struct kr_pollfd *fds, int n)
+{
+	struct kr_source *snap[KR_LOOP_MAX_SOURCES];
+	int done[KR_LOOP_MAX_SOURCES];
+	int i, j, ns = loop->nsources, calls = 0;
+
+	/* Snapshot: callbacks may add or remove sources. */
+	for (i = 0; i < ns; i++) {
+		snap[i] = loop->sources[i];
+		done[i] = 0;
+	}
+	/* Buffered bytes first: they arrived before anything the socket holds,
+	 * and reading them reads what the socket had too (its readiness is stale). */
+	for (i = 0; i < ns; i++) {
+		struct kr_source *s = snap[i];
+
+		if (!s->registered || !s->pending || !s->pending(s))
+			continue;
+		s->ready(loop, s, KR_POLL_IN);
+		done[i] = 1;
+		calls++;
+	}
+	for (i = 0; i < ns; i++) {
+		struct kr_source *s = snap[i];
+
+		if (done[i])
+			continue;
+		for (j = 0; j < n; j++) {
+			if (!fds[j].got || fds[j].fd != s->fd || !s->registered || s->fd < 0)
+				continue;
+			s->ready(loop, s, fds[j].got);
+			calls++;
+			break;
+		}
+	}
+	return calls + fire_due(loop, kr_port_now_ms());
+}
+
+int kr_loop_once(struct kr_loop *loop, int max_wait_ms)
+{
+	struct kr_pollfd fds[KR_LOOP_MAX_SOURCES];
+	int n, r, wait;
+
+	n = kr_loop_fds(loop, fds, KR_LOOP_MAX_SOURCES, &wait);
+	if (n < 0)
+		return n;
+	if (max_wait_ms >= 0 && (wait < 0 || wait > max_wait_ms))
+		wait = max_wait_ms;
 	r = kr_port_poll(fds, n, wait);
 	if (r < 0)
 		return KR_EIO;
 	if (r > 0)
 		loop->wakeups++;
-	/* Buffered bytes first: they arrived before anything the socket holds. */
-	if (npending) {
-		struct kr_source *ps[KR_LOOP_MAX_SOURCES];
-		int np = 0, j;
-
-		for (i = 0; i < loop->nsources; i++)
-			if (pending[i])
-				ps[np++] = loop->sources[i];
-		for (j = 0; j < np; j++) {
-			if (!ps[j]->registered)
-				continue;
-			ps[j]->ready(loop, ps[j], KR_POLL_IN);
-			calls++;
-			/* Its socket readiness (if any) is stale now: it read what it could. */
-			for (i = 0; i < n; i++)
-				if (owner[i] == ps[j])
-					fds[i].got = 0;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (!fds[i].got || !owner[i]->registered || owner[i]->fd != fds[i].fd)
-			continue;
-		owner[i]->ready(loop, owner[i], fds[i].got);
-		calls++;
-	}
-	calls += fire_due(loop, kr_port_now_ms());
-	return calls;
+	return kr_loop_process(loop, fds, n);
 }
 
 int kr_loop_run(struct kr_loop *loop)

@@ -101,6 +101,21 @@ void kr_loop_timer_cancel(struct kr_loop *loop, struct kr_timer *t);
  */
 int kr_loop_once(struct kr_loop *loop, int max_wait_ms);
 
+/*
+ * The two halves of a pass, for a host that polls itself: fills fds[0..max)
+ * with the descriptors to wait on and *wait_ms with how long it may sleep
+ * (-1: no deadline, 0: buffered bytes or a due timer), running the
+ * before-poll hooks when it may sleep. Returns the count or KR_ENOSPC.
+ */
+int kr_loop_fds(struct kr_loop *loop, struct kr_pollfd *fds, int max, int *wait_ms);
+
+/*
+ * Dispatches what the host's poll reported in fds[0..n) (matched by
+ * descriptor, in any order), bytes buffered above sockets first, then due
+ * timers. Returns the number of callbacks made.
+ */
+int kr_loop_process(struct kr_loop *loop, const struct kr_pollfd *fds, int n);
+
 /* Runs passes until loop->stop is set. Returns 0, or KR_EIO if poll() failed. */
 int kr_loop_run(struct kr_loop *loop);
 

@@ -61,6 +61,25 @@ static void emit_view(struct kr_reflector *r, enum kr_event_type type, const str
 		emit(r, type, v->key, v->rv, v->obj, v->objlen, 0);
 }
 
+/* Tells the library's state callback, if any. */
+static void tell_state(struct kr_reflector *r, enum kr_state state, const char *reason, int64_t next_ms)
+{
+	struct kr_state_change st;
+
+	/* A re-watch or the next page is no news; every backoff step is. */
+	if (state == r->told_state && state != KR_STATE_BACKOFF)
+		return;
+	r->told_state = state;
+	if (!r->top->on_state)
+		return;
+	st.res = r->index;
+	st.resource = r->res.name;
+	st.state = state;
+	st.reason = reason ? reason : "";
+	st.next_attempt_ms = next_ms;
+	r->top->on_state(r->top->state_arg, &st);
+}
+
 static void copy_str(char *dst, size_t size, const char *src)
 {
 	kr_snprintf(dst, size, "%s", src ? src : "");
@@ -94,6 +113,7 @@ static void backoff_then(struct kr_reflector *r, void (*next)(struct kr_reflecto
 
 	kr_log(KR_LOG_DEBUG, "%s: %s; next attempt in %lld ms", r->res.name, why, (long long)ms);
 	wait_then(r, ms, next);
+	tell_state(r, KR_STATE_BACKOFF, why, ms);
 }
 
 /* --- Status objects (ERROR events and error responses) ---------------------------- */
@@ -363,6 +383,7 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
 	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
 	       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
+	tell_state(r, KR_STATE_SYNCED, NULL, 0);
 	if (!r->synced) {
 		r->synced = 1;
 		top->synced_count++;
@@ -628,6 +649,9 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	 * accepted: a late answer (APF queueing, a slow link) is not a server
 	 * that never sends the bookmark, and must not be remembered as one.
 	 */
+	if (r->status == 200)
+		tell_state(r, r->synced && r->phase == KR_PH_WATCH ? KR_STATE_SYNCED : KR_STATE_CONNECTED,
+			   NULL, 0);
 	if (r->phase == KR_PH_WATCHLIST && r->status == 200)
 		kr_loop_timer_at(r->top->loop, &r->deadline,
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
@@ -905,6 +929,7 @@ static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_re
 	kr_log(KR_LOG_WARN, "%s: server answered %d, retrying in %ld s as it asked", r->res.name,
 	       r->status, s);
 	wait_then(r, s * 1000, again);
+	tell_state(r, KR_STATE_BACKOFF, "the server asked to retry later (Retry-After)", s * 1000);
 	return 1;
 }
 
@@ -1476,6 +1501,7 @@ void kr_reflect_stop(struct kr_reflect *top)
 		struct kr_reflector *r = &top->refl[i];
 
 		r->phase = KR_PH_IDLE;
+		tell_state(r, KR_STATE_STOPPED, NULL, 0);
 		kr_loop_timer_cancel(top->loop, &r->wait);
 		kr_loop_timer_cancel(top->loop, &r->deadline);
 		kr_loop_timer_cancel(top->loop, &r->resync);

@@ -21,6 +21,7 @@
 #include "backoff.h"
 #include "conn.h"
 #include "json.h"
+#include "kreflect.h"
 #include "kreflect_config.h"
 #include "loop.h"
 #include "resource.h"
@@ -30,8 +31,6 @@
 #ifndef KR_MAX_SINKS
 #define KR_MAX_SINKS 6             /* main's five outputs, and one for a library caller */
 #endif
-
-enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };
 
 struct kr_reflect;
 
@@ -133,6 +132,7 @@ struct kr_reflector {
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
+	enum kr_state told_state;      /* the last state given to top->on_state */
 	unsigned long lists, watch_lists, watches, relists, errors;
 	/* the shared tail: bytes held back for another's object, turns given at
 	 * an object boundary, stalled objects cut, own objects read again */
@@ -155,6 +155,9 @@ struct kr_reflect {
 	struct kr_reflector *refl;     /* caller-owned array */
 	int nrefl;
 	int synced_count;              /* resources synced at least once */
+	/* State changes (kreflect.h's kr_state_change), for the library's callback. */
+	void (*on_state)(void *arg, const struct kr_state_change *st);
+	void *state_arg;
 	kr_json_tok toks[KR_JSON_TOKENS];
 };
 

@@ -9,38 +9,16 @@
 
 #include <stddef.h>
 
+#include "kreflect.h"
 #include "kreflect_config.h"
 
-enum kr_event_type {
-	KR_EV_ADDED,
-	KR_EV_MODIFIED,
-	KR_EV_DELETED,
-	KR_EV_RESYNC,                  /* periodic re-delivery of a held object (--resync) */
-	KR_EV_SYNCED,                  /* a (re)list of one resource completed */
-};
-
-struct kr_event {
-	enum kr_event_type type;
-	int res;                       /* resource index */
-	const char *resource;          /* "configmaps", "deployments.apps" */
-	const char *key;               /* "namespace/name"; NULL for SYNCED */
-	const char *rv;                /* resourceVersion of the object or of the list */
-	const char *obj;               /* object JSON; NULL for SYNCED */
-	size_t objlen;
-	size_t count;                  /* SYNCED: objects of the resource now held */
-	int partial;                   /* SYNCED: some objects could not be read; the
-					  mirror kept their old state, so nothing may be
-					  concluded from their absence */
-};
+/* enum kr_event_type and struct kr_event are public: kreflect.h. */
 
 struct kr_sink {
 	/* Called for every event, in order. Must not call back into the reflector. */
 	void (*event)(void *arg, const struct kr_event *ev);
 	void *arg;
 };
-
-/* The name of an event type as printed ("ADDED"). */
-const char *kr_event_name(enum kr_event_type t);
 
 /*
  * The JSON-lines sink: one line per event on fd,

@@ -363,6 +363,14 @@ void kr_port_discard(void *p, size_t len)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+void *kr_port_reserve(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /* --- output ------------------------------------------------------------------------- */
 
 int kr_port_writev_all(int fd, struct kr_iov *iov, int n)

@@ -1,0 +1,1000 @@
+/*
+ * The public client (kreflect.h): configuration sources, TLS, discovery,
+ * the store and the reflectors behind one opaque struct in caller memory.
+ *
+ * The caller's block holds, in this order: struct kr_client, the index
+ * entries, the hash buckets, the arena. Start-up work that needs large
+ * buffers only once (the kubeconfig reader's work area, PEM files, discovery
+ * answers) borrows the arena before the store is set up over it, and those
+ * pages are handed back to the kernel afterwards.
+ */
+#include "client.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "discovery.h"
+#include "fmt.h"
+#include "json.h"
+#include "kubeconfig.h"
+#include "log.h"
+#include "proxy.h"
+#include "reflector.h"
+#include "resource.h"
+#include "store.h"
+#include "tls.h"
+
+#define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
+#define DISCOVERY_TIMEOUT_MS 15000
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define MAX_CALLBACKS KR_MAX_SINKS
+/* A resource named on the command line, kept until discovery resolves it. */
+#define SPEC_NAME_MAX (KR_NAME_MAX * 2 + 256)
+
+enum { ST_INIT, ST_STARTED, ST_STOPPED };
+
+struct kr_client {
+	uint32_t magic;
+	int state;
+	int in_callback;               /* >0 while a user callback runs */
+	int stop_asked;
+	struct kr_config cfg;          /* the caller's; strings not kept past start */
+	size_t max_objects, arena_bytes, nbuckets;
+	struct kr_entry *entries;
+	int32_t *buckets;
+	char *arena;
+
+	struct kr_kubeconfig kcfg;     /* wiped at the end of init */
+	char source_ns[KR_NAME_MAX];   /* the namespace the source named ("" none) */
+	struct kr_conn_cfg conn_cfg;
+	int plain;
+	struct kr_tls_ctx tls;
+	struct kr_auth auth;
+	struct kr_proxy proxy;
+	struct kr_reflector_opts ropts;
+
+	struct kr_resource res[KR_MAX_RESOURCES];
+	char discover_arg[KR_MAX_RESOURCES][SPEC_NAME_MAX]; /* "" once resolved */
+	int nres;
+
+	struct {
+		void (*fn)(void *arg, const struct kr_event *ev);
+		void *arg;
+	} cb[MAX_CALLBACKS];
+	int ncb;
+	void (*state_fn)(void *arg, const struct kr_state_change *st);
+	void *state_arg;
+
+	struct kr_loop loop;
+	struct kr_store store;
+	struct kr_reflect top;
+	struct kr_reflector refl[KR_MAX_RESOURCES];
+};
+
+#define CLIENT_MAGIC 0x6b72636cu /* "krcl" */
+
+static int valid(const struct kr_client *c)
+{
+	return c && c->magic == CLIENT_MAGIC;
+}
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		kr_vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+void kr_config_init(struct kr_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->watch_list = KR_WL_AUTO;
+	cfg->log_level = 1;
+}
+
+/* --- memory ------------------------------------------------------------------------- */
+
+static uint32_t buckets_for(size_t objects)
+{
+	uint32_t n = 256;
+
+	while (n < objects && n < (1u << 30))
+		n <<= 1;
+	return n;
+}
+
+/*
+ * The capacities a configuration asks for: given ones win, then a memory
+ * budget split as one index slot per KR_MEMORY_PER_OBJECT bytes with the
+ * rest for the arena, then the compile-time defaults. 0 if impossible.
+ */
+static int capacities(const struct kr_config *cfg, size_t *objects, size_t *arena)
+{
+	size_t o = cfg->max_objects, a = cfg->arena_bytes;
+
+	if (cfg->memory_bytes) {
+		size_t m = cfg->memory_bytes, idx;
+
+		if (!o)
+			o = m / KR_MEMORY_PER_OBJECT;
+		if (o > KR_MAX_OBJECTS_CEILING)
+			o = KR_MAX_OBJECTS_CEILING;
+		/* The budget is the whole reservation: the client itself counts too. */
+		idx = o * sizeof(struct kr_entry) + buckets_for(o) * sizeof(int32_t) +
+		      ALIGN16(sizeof(struct kr_client)) + 64u;
+		if (!a)
+			a = m > idx ? (m - idx) & ~(size_t)15u : 0;
+	}
+	if (!o)
+		o = KR_MAX_OBJECTS;
+	if (!a)
+		a = KR_ARENA_BYTES;
+	if (o < 1 || o > KR_MAX_OBJECTS_CEILING || a < KR_ARENA_MIN || a > KR_ARENA_BYTES_CEILING)
+		return -1;
+	*objects = o;
+	*arena = a;
+	return 0;
+}
+
+size_t kr_client_memory(const struct kr_config *cfg)
+{
+	size_t o, a;
+
+	if (!cfg || capacities(cfg, &o, &a) != 0)
+		return 0;
+	return ALIGN16(sizeof(struct kr_client)) + ALIGN16(o * sizeof(struct kr_entry)) +
+	       ALIGN16(buckets_for(o) * sizeof(int32_t)) + ALIGN16(a);
+}
+
+int kr_client_capacities_for(const struct kr_config *cfg, size_t *objects, size_t *arena)
+{
+	return cfg && capacities(cfg, objects, arena) == 0 ? 0 : KR_EINVAL;
+}
+
+size_t kr_client_struct_size(void)
+{
+	return sizeof(struct kr_client);
+}
+
+/* --- where to connect ------------------------------------------------------------------ */
+
+/* Parses a whole decimal number in [lo, hi]; -1 if it is not one. */
+static long parse_num(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	v = strtol(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		return -1;
+	return v;
+}
+
+/* https://host[:port][/] or http://...; IPv6 literals in brackets. */
+static int parse_server(const char *url, struct kr_conn_cfg *cfg, int *plain)
+{
+	const char *p, *host, *host_end, *port = NULL;
+	size_t hlen;
+	long pn;
+
+	if (strncmp(url, "https://", 8) == 0) {
+		*plain = 0;
+		p = url + 8;
+	} else if (strncmp(url, "http://", 7) == 0) {
+		*plain = 1;
+		p = url + 7;
+	} else {
+		return -1;
+	}
+	if (*p == '[') {
+		host = p + 1;
+		host_end = strchr(host, ']');
+		if (!host_end)
+			return -1;
+		p = host_end + 1;
+	} else {
+		host = p;
+		host_end = p + strcspn(p, ":/");
+		p = host_end;
+	}
+	if (*p == ':')
+		port = p + 1;
+	hlen = (size_t)(host_end - host);
+	if (hlen == 0 || hlen >= sizeof(cfg->host))
+		return -1;
+	memcpy(cfg->host, host, hlen);
+	cfg->host[hlen] = '\0';
+	pn = *plain ? 80 : 443;
+	if (port) {
+		char num[8];
+		size_t plen = strcspn(port, "/");
+
+		if (plen == 0 || plen >= sizeof(num))
+			return -1;
+		memcpy(num, port, plen);
+		num[plen] = '\0';
+		pn = parse_num(num, 1, 65535);
+		if (pn < 0)
+			return -1;
+		p = port + plen;
+	}
+	if (*p && strcmp(p, "/") != 0)
+		return -1;  /* a path prefix (proxies) is not supported */
+	cfg->port = (uint16_t)pn;
+	return 0;
+}
+
+/* In a pod: the API server from the environment, the service account's files. */
+static void in_cluster(struct kr_kubeconfig *k, const char *host, const char *port)
+{
+	const char *dir = getenv("KREFLECT_SERVICEACCOUNT_DIR");
+	char nsfile[600];
+	long n;
+
+	if (!dir || !*dir)
+		dir = SA_DIR;
+	if (strchr(host, ':'))
+		kr_snprintf(k->server, sizeof(k->server), "https://[%s]:%s", host, port);
+	else
+		kr_snprintf(k->server, sizeof(k->server), "https://%s:%s", host, port);
+	kr_snprintf(k->ca_file, sizeof(k->ca_file), "%s/ca.crt", dir);
+	kr_snprintf(k->token_file, sizeof(k->token_file), "%s/token", dir);
+	kr_snprintf(nsfile, sizeof(nsfile), "%s/namespace", dir);
+	n = kr_port_read_file(nsfile, k->ns, sizeof(k->ns) - 1);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (k->ns[n - 1] == '\n' || k->ns[n - 1] == ' ' || k->ns[n - 1] == '\r'))
+		n--;
+	k->ns[n] = '\0';
+	kr_log(KR_LOG_INFO, "connecting in-cluster to %s as the service account in %s", k->server, dir);
+}
+
+/*
+ * Where to connect and as whom, in kubectl's order: the configured
+ * kubeconfig, then $KUBECONFIG, then in-cluster, then ~/.kube/config.
+ * The kubeconfig reader works in w (borrowed arena). KR_EINVAL and a
+ * message when nothing names a server.
+ */
+static int choose_source(struct kr_client *c, struct kr_kubeconfig_work *w, char *err, size_t errlen)
+{
+	const struct kr_config *o = &c->cfg;
+	const char *list = getenv("KUBECONFIG"), *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT"), *home = getenv("HOME");
+	char path[600];
+	const char *paths[1];
+	struct kr_fs_stat st;
+	int r;
+
+	if (o->kubeconfig) {
+		r = strchr(o->kubeconfig, ':')
+			? kr_kubeconfig_load_list(&c->kcfg, w, o->kubeconfig, o->context, err, errlen)
+			: (paths[0] = o->kubeconfig,
+			   kr_kubeconfig_load(&c->kcfg, w, paths, 1, o->context, err, errlen));
+	} else if (o->no_auto_source) {
+		return o->server ? 0 : fail(err, errlen, KR_EINVAL, "no API server: set server");
+	} else if (list && *list) {
+		r = kr_kubeconfig_load_list(&c->kcfg, w, list, o->context, err, errlen);
+	} else if (host && *host && port && *port && !o->context) {
+		in_cluster(&c->kcfg, host, port);
+		return 0;
+	} else if (home && *home && kr_snprintf(path, sizeof(path), "%s/.kube/config", home) > 0 &&
+		   kr_port_fs_stat(path, &st) == 0 && st.type != KR_FS_NONE) {
+		paths[0] = path;
+		r = kr_kubeconfig_load(&c->kcfg, w, paths, 1, o->context, err, errlen);
+	} else {
+		if (o->server)
+			return 0;   /* the configuration alone */
+		return fail(err, errlen, KR_EINVAL, "no API server: give --server or --kubeconfig, set "
+			    "KUBECONFIG, run in a pod, or create ~/.kube/config");
+	}
+	if (r != 0)
+		return r == KR_ENOENT || r == KR_EIO ? r : KR_EINVAL;
+	kr_log(KR_LOG_INFO, "using kubeconfig context %s (cluster %s, user %s)", c->kcfg.context,
+	       c->kcfg.cluster, c->kcfg.user);
+	return 0;
+}
+
+/* Explicit fields win over the chosen source, field by field. */
+static int apply_overrides(struct kr_client *c, char *err, size_t errlen)
+{
+	const struct kr_config *o = &c->cfg;
+	struct kr_kubeconfig *k = &c->kcfg;
+
+	if (o->server)
+		kr_snprintf(k->server, sizeof(k->server), "%s", o->server);
+	if (o->ca_file || o->ca_pem) {
+		kr_snprintf(k->ca_file, sizeof(k->ca_file), "%s", o->ca_file ? o->ca_file : "");
+		k->ca_data = NULL;
+		k->ca_data_len = 0;
+		k->insecure_skip_tls_verify = 0;
+	}
+	if (o->cert_file || o->key_file) {
+		kr_snprintf(k->cert_file, sizeof(k->cert_file), "%s", o->cert_file ? o->cert_file : "");
+		kr_snprintf(k->key_file, sizeof(k->key_file), "%s", o->key_file ? o->key_file : "");
+		k->cert_data = k->key_data = NULL;
+		k->cert_data_len = k->key_data_len = 0;
+	}
+	if (o->token_file) {
+		kr_snprintf(k->token_file, sizeof(k->token_file), "%s", o->token_file);
+		memset(k->token, 0, sizeof(k->token));
+	}
+	if (o->token) {
+		if (strlen(o->token) >= sizeof(k->token) || strchr(o->token, '\n') || strchr(o->token, '\r'))
+			return fail(err, errlen, KR_EINVAL, "the bearer token is longer than %u bytes or "
+				    "holds a line break", (unsigned)KR_TOKEN_MAX);
+		kr_snprintf(k->token, sizeof(k->token), "%s", o->token);
+		k->token_file[0] = '\0';
+	}
+	if (o->insecure_skip_tls_verify)
+		k->insecure_skip_tls_verify = 1;
+	if (o->ns) {
+		if (!*o->ns || strlen(o->ns) >= KR_NAME_MAX)
+			return fail(err, errlen, KR_EINVAL, "namespace '%.80s' is empty or too long", o->ns);
+		kr_snprintf(k->ns, sizeof(k->ns), "%s", o->ns);
+	}
+	if (k->username[0] && !k->token[0] && !k->token_file[0] && !k->cert_file[0] && !k->cert_data)
+		return fail(err, errlen, KR_EINVAL, "user %s uses basic auth (username/password), which "
+			    "kreflect does not support: use a token, a token file or a client certificate",
+			    k->user);
+	return 0;
+}
+
+/*
+ * As client-go: the cluster's proxy-url always; else HTTPS_PROXY (then
+ * https_proxy) unless the host is loopback or matches NO_PROXY (then
+ * no_proxy). Plain http:// servers are tunnelled too.
+ */
+static int use_proxy(struct kr_client *c, char *err, size_t errlen)
+{
+	struct kr_conn_cfg *cfg = &c->conn_cfg;
+	const char *env_upper = c->cfg.no_auto_source ? NULL : getenv("HTTPS_PROXY");
+	const char *env_lower = c->cfg.no_auto_source ? NULL : getenv("https_proxy");
+	const char *url = kr_proxy_choose(c->kcfg.proxy_url, env_upper, env_lower, getenv("NO_PROXY"),
+					  getenv("no_proxy"), cfg->host);
+	const char *from = url == c->kcfg.proxy_url ? "the cluster's proxy-url" : "HTTPS_PROXY";
+	char shown[KR_KUBECONFIG_URL_MAX], why[200];
+
+	if (!url) {
+		if ((env_upper && *env_upper) || (env_lower && *env_lower))
+			kr_log(KR_LOG_INFO, "connecting to %s directly (NO_PROXY or loopback)", cfg->host);
+		return 0;
+	}
+	kr_proxy_redact(url, shown, sizeof(shown));
+	if (kr_proxy_parse(&c->proxy, url, why, sizeof(why)) != 0)
+		return fail(err, errlen, KR_EINVAL, "unable to use the proxy %s from %s: %s", shown, from, why);
+	cfg->proxy = &c->proxy;
+	kr_log(KR_LOG_INFO, "connecting to %s through the proxy %s (from %s%s)", cfg->host, shown,
+	       from, c->proxy.auth[0] ? ", with credentials" : "");
+	return 0;
+}
+
+/* Reads a PEM file into buf[*used...], NUL-terminated. Returns its start or NULL. */
+static const unsigned char *load_pem(const char *what, const char *path, unsigned char *buf,
+				     size_t cap, size_t *used, size_t *len, char *err, size_t errlen)
+{
+	long n;
+
+	if (*used + 1 >= cap) {
+		fail(err, errlen, 0, "%s %s: the PEM files together exceed %zu bytes", what, path, cap);
+		return NULL;
+	}
+	n = kr_port_read_file(path, buf + *used, cap - *used - 1);
+	if (n < 0) {
+		fail(err, errlen, 0, "%s %s: unable to read: %s", what, path,
+		     n == KR_ETOOBIG ? "larger than KR_PEM_MAX" : kr_port_last_error());
+		return NULL;
+	}
+	buf[*used + (size_t)n] = '\0';
+	*len = (size_t)n;
+	*used += (size_t)n + 1;
+	return buf + *used - (size_t)n - 1;
+}
+
+/* TLS credentials from the chosen source; PEM files read into the borrowed pem buffer. */
+static int setup_tls(struct kr_client *c, unsigned char *pem, size_t cap, char *err, size_t errlen)
+{
+	struct kr_kubeconfig *k = &c->kcfg;
+	struct kr_tls_opts t;
+	size_t used = 0;
+	int r;
+
+	memset(&t, 0, sizeof(t));
+	t.insecure_skip_verify = k->insecure_skip_tls_verify;
+	if (c->cfg.ca_pem) {
+		if (c->cfg.ca_pem_len + 1 > cap)
+			return fail(err, errlen, KR_ETOOBIG, "the CA bundle is larger than %zu bytes", cap);
+		memcpy(pem, c->cfg.ca_pem, c->cfg.ca_pem_len);
+		pem[c->cfg.ca_pem_len] = '\0';     /* mbedTLS's PEM parser wants the NUL */
+		t.ca = pem;
+		t.ca_len = c->cfg.ca_pem_len;
+		used = c->cfg.ca_pem_len + 1;
+	} else if (k->ca_data) {
+		t.ca = k->ca_data;
+		t.ca_len = k->ca_data_len;
+	} else if (k->ca_file[0] &&
+		   !(t.ca = load_pem("certificate-authority", k->ca_file, pem, cap, &used, &t.ca_len, err,
+				     errlen))) {
+		return KR_EIO;
+	}
+	if (k->cert_data) {
+		t.cert = k->cert_data;
+		t.cert_len = k->cert_data_len;
+	} else if (k->cert_file[0] &&
+		   !(t.cert = load_pem("client-certificate", k->cert_file, pem, cap, &used, &t.cert_len,
+				       err, errlen))) {
+		return KR_EIO;
+	}
+	if (k->key_data) {
+		t.key = k->key_data;
+		t.key_len = k->key_data_len;
+	} else if (k->key_file[0] &&
+		   !(t.key = load_pem("client-key", k->key_file, pem, cap, &used, &t.key_len, err, errlen))) {
+		return KR_EIO;
+	}
+	kr_tls_ctx_init(&c->tls);
+	r = kr_tls_ctx_setup(&c->tls, &t, err, errlen);
+	/* The key's bytes are not needed any more: do not keep them around. */
+	memset(pem, 0, used);
+	if (r != 0)
+		return KR_ETLS;
+	c->conn_cfg.tls = &c->tls;
+	return 0;
+}
+
+/* --- setup --------------------------------------------------------------------------------- */
+
+int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct kr_config *cfg,
+		   char *err, size_t errlen)
+{
+	struct kr_client *c = mem;
+	struct kr_kubeconfig_work *w;
+	unsigned char *pem;
+	size_t need, o, a, off, scratch, pem_cap;
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!out || !mem || !cfg)
+		return fail(err, errlen, KR_EINVAL, "kr_client_init needs out, memory and a configuration");
+	*out = NULL;
+	if ((uintptr_t)mem & 15u)
+		return fail(err, errlen, KR_EINVAL, "the client's memory must be 16-byte aligned");
+	if (capacities(cfg, &o, &a) != 0)
+		return fail(err, errlen, KR_EINVAL, "capacities out of range: objects 1..%u, arena %u..%llu bytes",
+			    (unsigned)KR_MAX_OBJECTS_CEILING, (unsigned)KR_ARENA_MIN,
+			    (unsigned long long)KR_ARENA_BYTES_CEILING);
+	need = kr_client_memory(cfg);
+	if (len < need)
+		return fail(err, errlen, KR_ENOSPC, "the client needs %zu bytes of memory, given %zu", need, len);
+	if (cfg->page_size < 0 || cfg->page_size > 100000 || cfg->resync_s < 0 ||
+	    cfg->resync_s > KR_RESYNC_MAX_S ||
+	    cfg->initial_events_timeout_s < 0 || cfg->initial_events_timeout_s > 3600 ||
+	    cfg->watch_idle_timeout_s < 0 || cfg->watch_idle_timeout_s > 86400 ||
+	    cfg->watch_list < KR_WL_AUTO || cfg->watch_list > KR_WL_OFF ||
+	    cfg->log_level < 0 || cfg->log_level > 3)
+		return fail(err, errlen, KR_EINVAL, "a configuration value is out of range");
+	if ((cfg->label_selector && strlen(cfg->label_selector) >= KR_SELECTOR_MAX) ||
+	    (cfg->field_selector && strlen(cfg->field_selector) >= KR_SELECTOR_MAX))
+		return fail(err, errlen, KR_EINVAL, "a selector is longer than %u bytes",
+			    (unsigned)KR_SELECTOR_MAX - 1);
+
+	/* The struct only: the arena's pages stay untouched until they are used. */
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->max_objects = o;
+	c->arena_bytes = a;
+	c->nbuckets = buckets_for(o);
+	off = ALIGN16(sizeof(*c));
+	c->entries = (struct kr_entry *)(void *)((char *)mem + off);
+	off += ALIGN16(o * sizeof(struct kr_entry));
+	c->buckets = (int32_t *)(void *)((char *)mem + off);
+	off += ALIGN16(c->nbuckets * sizeof(int32_t));
+	c->arena = (char *)mem + off;
+	kr_loop_init(&c->loop);
+	kr_log_set_level(cfg->log_level == 0 ? KR_LOG_WARN : cfg->log_level == 1 ? KR_LOG_INFO
+			 : cfg->log_level == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
+
+	kr_reflector_opts_default(&c->ropts);
+	c->ropts.watch_list = cfg->watch_list;
+	if (cfg->page_size) {
+		c->ropts.page_size = cfg->page_size;
+		c->ropts.page_size_forced = 1;
+	}
+	c->ropts.resync_ms = cfg->resync_s * 1000;
+	if (cfg->initial_events_timeout_s)
+		c->ropts.initial_events_timeout_ms = cfg->initial_events_timeout_s * 1000;
+	if (cfg->watch_idle_timeout_s)
+		c->ropts.idle_default_ms = cfg->watch_idle_timeout_s * 1000;
+	c->ropts.keep_managed_fields = cfg->keep_managed_fields;
+	c->ropts.once = cfg->stop_after_sync;
+
+	/* Start-up scratch in the arena: the kubeconfig reader, then PEM files. */
+	scratch = ALIGN16(sizeof(struct kr_kubeconfig_work));
+	pem_cap = (size_t)KR_PEM_MAX + 3u;
+	w = (struct kr_kubeconfig_work *)(void *)c->arena;
+	pem = (unsigned char *)c->arena + scratch;
+	if (a < scratch + pem_cap) {
+		/* A small arena: enough for configurations without a kubeconfig. */
+		if (cfg->kubeconfig || !cfg->no_auto_source)
+			return fail(err, errlen, KR_ENOSPC, "an arena of %zu bytes is too small to read a "
+				    "kubeconfig (%zu needed): set no_auto_source and give server and credentials",
+				    a, scratch + pem_cap);
+		w = NULL;
+		pem = (unsigned char *)c->arena;
+		pem_cap = a;
+	}
+	r = choose_source(c, w, err, errlen);
+	if (r == 0)
+		r = apply_overrides(c, err, errlen);
+	if (r == 0 && parse_server(c->kcfg.server, &c->conn_cfg, &c->plain) != 0)
+		r = fail(err, errlen, KR_EINVAL, "server '%s' is not https://HOST[:PORT] (IPv6 in brackets)",
+			 c->kcfg.server);
+	if (r == 0 && c->kcfg.tls_server_name[0])
+		kr_snprintf(c->conn_cfg.server_name, sizeof(c->conn_cfg.server_name), "%s",
+			    c->kcfg.tls_server_name);
+	if (r == 0)
+		r = use_proxy(c, err, errlen);
+	if (r == 0 && kr_tls_global_init() != 0)
+		r = fail(err, errlen, KR_ETLS, "unable to start TLS");
+	if (r == 0) {
+		kr_auth_init(&c->auth);
+		if (c->kcfg.token[0]) {
+			memcpy(c->auth.token, c->kcfg.token, sizeof(c->auth.token));
+		} else if (c->kcfg.token_file[0]) {
+			r = kr_auth_set_file(&c->auth, c->kcfg.token_file);
+			if (r != 0)
+				r = fail(err, errlen, r == KR_EINVAL ? KR_EINVAL : r, "token file %s: unable to "
+					 "read: %s", c->kcfg.token_file,
+					 r == KR_EINVAL ? "empty or more than one line" : kr_strerror(r));
+		}
+	}
+	if (r == 0 && !c->plain)
+		r = setup_tls(c, pem, pem_cap, err, errlen);
+	else if (r == 0)
+		kr_log(KR_LOG_WARN, "server %s is plain HTTP: nothing is encrypted or verified", c->kcfg.server);
+	if (strlen(c->kcfg.ns) < sizeof(c->source_ns))
+		kr_snprintf(c->source_ns, sizeof(c->source_ns), "%s", c->kcfg.ns);
+	/* Secrets read at start-up do not stay in memory. */
+	kr_kubeconfig_wipe(&c->kcfg, w);
+	kr_port_discard(c->arena, a < scratch + (size_t)KR_PEM_MAX + 3u ? a : scratch + (size_t)KR_PEM_MAX + 3u);
+	if (r != 0) {
+		c->magic = 0;
+		return r;
+	}
+	c->magic = CLIENT_MAGIC;
+	c->state = ST_INIT;
+	*out = c;
+	return 0;
+}
+
+int kr_client_add(struct kr_client *c, const struct kr_resource_spec *spec, char *err, size_t errlen)
+{
+	struct kr_resource *res;
+	const char *ns, *ls, *fs;
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!valid(c) || !spec || !spec->name || !*spec->name)
+		return fail(err, errlen, KR_EINVAL, "kr_client_add needs a client and a resource name");
+	if (c->in_callback || c->state != ST_INIT)
+		return fail(err, errlen, KR_ESTATE, "resources are added before kr_client_start");
+	if (c->nres == KR_MAX_RESOURCES)
+		return fail(err, errlen, KR_ENOSPC, "more resources than KR_MAX_RESOURCES (%d), at '%.80s'",
+			    KR_MAX_RESOURCES, spec->name);
+	if (strlen(spec->name) >= SPEC_NAME_MAX)
+		return fail(err, errlen, KR_EINVAL, "resource name '%.40s...' is too long", spec->name);
+	res = &c->res[c->nres];
+	memset(res, 0, sizeof(*res));
+	c->discover_arg[c->nres][0] = '\0';
+	r = kr_resource_lookup(spec->name, res, err, errlen);
+	if (r == KR_ENOENT) {
+		/* Not built in: asked of the server at start. */
+		r = kr_discovery_parse_arg(spec->name, res, err, errlen);
+		if (r == 0)
+			kr_snprintf(c->discover_arg[c->nres], SPEC_NAME_MAX, "%s", spec->name);
+	}
+	if (r != 0)
+		return r;
+	ns = spec->ns ? spec->ns : c->cfg.ns;
+	ls = spec->label_selector ? spec->label_selector : c->cfg.label_selector;
+	fs = spec->field_selector ? spec->field_selector : c->cfg.field_selector;
+	if ((ns && (!*ns || strlen(ns) >= sizeof(res->ns))) ||
+	    (ls && strlen(ls) >= sizeof(res->label_selector)) ||
+	    (fs && strlen(fs) >= sizeof(res->field_selector)))
+		return fail(err, errlen, KR_EINVAL, "%s: namespace or selector empty or too long", spec->name);
+	if (spec->all_namespaces || c->cfg.all_namespaces)
+		res->all_namespaces = 1;
+	/* Namespace: the spec's, the configuration's, the source's, "default". */
+	if (spec->ns)
+		kr_snprintf(res->ns, sizeof(res->ns), "%s", spec->ns);
+	else if (c->source_ns[0] && (c->cfg.ns || !res->ns[0]))
+		kr_snprintf(res->ns, sizeof(res->ns), "%s", c->source_ns);
+	else if (!res->ns[0])
+		kr_snprintf(res->ns, sizeof(res->ns), "default");
+	if (ls)
+		kr_snprintf(res->label_selector, sizeof(res->label_selector), "%s", ls);
+	if (fs)
+		kr_snprintf(res->field_selector, sizeof(res->field_selector), "%s", fs);
+	return c->nres++;
+}
+
+int kr_client_add_resource(struct kr_client *c, const char *name, char *err, size_t errlen)
+{
+	struct kr_resource_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.name = name;
+	return kr_client_add(c, &spec, err, errlen);
+}
+
+/* Every change to every callback, in the order they were added. */
+static void dispatch_event(void *arg, const struct kr_event *ev)
+{
+	struct kr_client *c = arg;
+	int i;
+
+	c->in_callback++;
+	for (i = 0; i < c->ncb; i++)
+		c->cb[i].fn(c->cb[i].arg, ev);
+	c->in_callback--;
+}
+
+static void dispatch_state(void *arg, const struct kr_state_change *st)
+{
+	struct kr_client *c = arg;
+
+	if (!c->state_fn)
+		return;
+	c->in_callback++;
+	c->state_fn(c->state_arg, st);
+	c->in_callback--;
+}
+
+int kr_client_on_event(struct kr_client *c, void (*fn)(void *arg, const struct kr_event *ev), void *arg)
+{
+	if (!valid(c) || !fn)
+		return KR_EINVAL;
+	if (c->in_callback || c->state == ST_STOPPED)
+		return KR_ESTATE;
+	if (c->ncb == MAX_CALLBACKS)
+		return KR_ENOSPC;
+	c->cb[c->ncb].fn = fn;
+	c->cb[c->ncb].arg = arg;
+	c->ncb++;
+	return 0;
+}
+
+int kr_client_on_state(struct kr_client *c, void (*fn)(void *arg, const struct kr_state_change *st),
+		       void *arg)
+{
+	if (!valid(c))
+		return KR_EINVAL;
+	if (c->in_callback)
+		return KR_ESTATE;
+	c->state_fn = fn;
+	c->state_arg = arg;
+	return 0;
+}
+
+/*
+ * Resolves the names left for discovery, before the store exists: its
+ * arena is the scratch (connection, tokens, response body).
+ */
+static int discover(struct kr_client *c, char *err, size_t errlen)
+{
+	struct kr_discovery_work w;
+	struct kr_loop once;           /* discovery's own: the client's loop keeps its sources */
+	size_t off, tokbytes;
+	int i, r;
+
+	off = ALIGN16(sizeof(struct kr_conn));
+	tokbytes = (size_t)KR_JSON_TOKENS * sizeof(kr_json_tok);
+	if (off + tokbytes + 65536u > c->arena_bytes)
+		tokbytes = (c->arena_bytes - off) / 2 / sizeof(kr_json_tok) * sizeof(kr_json_tok);
+	w.conn = (struct kr_conn *)(void *)c->arena;
+	w.toks = (kr_json_tok *)(void *)(c->arena + off);
+	w.ntoks = (int)(tokbytes / sizeof(kr_json_tok));
+	w.body = c->arena + off + tokbytes;
+	w.cap = c->arena_bytes - off - tokbytes;
+	for (i = 0; i < c->nres; i++) {
+		if (!c->discover_arg[i][0])
+			continue;
+		kr_loop_init(&once);
+		r = kr_discovery_resolve(&once, &c->conn_cfg, kr_auth_token(&c->auth), &w,
+					 c->discover_arg[i], &c->res[i], DISCOVERY_TIMEOUT_MS, err, errlen);
+		if (r != 0)
+			return r;
+		c->discover_arg[i][0] = '\0';
+	}
+	return 0;
+}
+
+int kr_client_start(struct kr_client *c, char *err, size_t errlen)
+{
+	size_t ndef, i;
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!valid(c))
+		return fail(err, errlen, KR_EINVAL, "kr_client_start needs a client");
+	if (c->in_callback || c->state != ST_INIT)
+		return fail(err, errlen, KR_ESTATE, "the client was started already");
+	if (c->nres == 0) {
+		const struct kr_resource *d = kr_resource_defaults(&ndef);
+
+		for (i = 0; i < ndef && i < KR_MAX_RESOURCES; i++) {
+			/* The table's entries keep their own namespace unless one was configured. */
+			c->res[c->nres] = d[i];
+			c->discover_arg[c->nres][0] = '\0';
+			if (c->cfg.all_namespaces)
+				c->res[c->nres].all_namespaces = 1;
+			if (c->source_ns[0] && (c->cfg.ns || !c->res[c->nres].ns[0]))
+				kr_snprintf(c->res[c->nres].ns, sizeof(c->res[0].ns), "%s", c->source_ns);
+			else if (!c->res[c->nres].ns[0])
+				kr_snprintf(c->res[c->nres].ns, sizeof(c->res[0].ns), "default");
+			if (c->cfg.label_selector)
+				kr_snprintf(c->res[c->nres].label_selector, sizeof(c->res[0].label_selector), "%s",
+					    c->cfg.label_selector);
+			if (c->cfg.field_selector)
+				kr_snprintf(c->res[c->nres].field_selector, sizeof(c->res[0].field_selector), "%s",
+					    c->cfg.field_selector);
+			c->nres++;
+		}
+	}
+	r = discover(c, err, errlen);
+	if (r != 0)
+		return r;
+	/* The discovery scratch's pages go back; the store starts over them. */
+	kr_port_discard(c->arena, c->arena_bytes < (4u << 20) ? c->arena_bytes : (4u << 20));
+	kr_store_init(&c->store, c->arena, c->arena_bytes, c->entries, (uint32_t)c->max_objects, c->buckets,
+		      (uint32_t)c->nbuckets, KR_STORE_RESERVE);
+	r = kr_reflect_init(&c->top, &c->loop, &c->store, &c->conn_cfg, &c->ropts, c->refl, c->res, c->nres);
+	if (r != 0)
+		return fail(err, errlen, r, "unable to set up the reflector: %s", kr_strerror(r));
+	if (c->auth.token[0] || c->auth.path[0])
+		c->top.auth = &c->auth;
+	c->top.on_state = dispatch_state;
+	c->top.state_arg = c;
+	{
+		struct kr_sink sink = { dispatch_event, c };
+
+		kr_reflect_add_sink(&c->top, &sink);
+	}
+	c->state = ST_STARTED;
+	kr_reflect_start(&c->top);
+	return 0;
+}
+
+/* --- driving it ------------------------------------------------------------------------------ */
+
+int kr_client_stop(struct kr_client *c)
+{
+	if (!valid(c))
+		return KR_EINVAL;
+	if (c->state == ST_STARTED)
+		kr_reflect_stop(&c->top);
+	c->loop.stop = 1;
+	c->state = ST_STOPPED;
+	return 0;
+}
+
+int kr_client_run(struct kr_client *c)
+{
+	if (!valid(c))
+		return KR_EINVAL;
+	if (c->in_callback || c->state == ST_INIT)
+		return KR_ESTATE;
+	while (c->state == ST_STARTED && !c->loop.stop)
+		if (kr_loop_once(&c->loop, -1) < 0)
+			return KR_EIO;
+	return 0;
+}
+
+int kr_client_fds(struct kr_client *c, struct kr_client_fd *fds, int max, int *timeout_ms)
+{
+	struct kr_pollfd pf[KR_LOOP_MAX_SOURCES];
+	int i, n;
+
+	if (!valid(c) || (!fds && max > 0) || max < 0 || !timeout_ms)
+		return KR_EINVAL;
+	if (c->in_callback || c->state == ST_INIT)
+		return KR_ESTATE;
+	if (c->state == ST_STOPPED || c->loop.stop) {
+		*timeout_ms = -1;
+		return 0;
+	}
+	n = kr_loop_fds(&c->loop, pf, KR_LOOP_MAX_SOURCES, timeout_ms);
+	if (n < 0)
+		return n;
+	if (n > max)
+		return KR_ENOSPC;
+	for (i = 0; i < n; i++) {
+		fds[i].fd = pf[i].fd;
+		fds[i].events = (short)((pf[i].want & KR_POLL_IN ? KR_POLLIN : 0) |
+					(pf[i].want & KR_POLL_OUT ? KR_POLLOUT : 0));
+		fds[i].revents = 0;
+	}
+	return n;
+}
+
+int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n)
+{
+	struct kr_pollfd pf[KR_LOOP_MAX_SOURCES];
+	int i, m = 0;
+
+	if (!valid(c) || n < 0 || (n > 0 && !fds))
+		return KR_EINVAL;
+	if (c->in_callback || c->state == ST_INIT)
+		return KR_ESTATE;
+	if (c->state == ST_STOPPED)
+		return 0;
+	/* Only what was reported matters; the host's array may be larger than ours. */
+	for (i = 0; i < n && m < KR_LOOP_MAX_SOURCES; i++) {
+		if (!fds[i].revents)
+			continue;
+		pf[m].fd = fds[i].fd;
+		pf[m].want = 0;
+		pf[m].got = (short)((fds[i].revents & KR_POLLIN ? KR_POLL_IN : 0) |
+				    (fds[i].revents & KR_POLLOUT ? KR_POLL_OUT : 0) |
+				    (fds[i].revents & KR_POLLERR ? KR_POLL_ERR : 0));
+		m++;
+	}
+	if (m)
+		c->loop.wakeups++;
+	return kr_loop_process(&c->loop, pf, m);
+}
+
+/* --- reading ------------------------------------------------------------------------------- */
+
+static void to_object(const struct kr_store_view *v, struct kr_object *o)
+{
+	o->res = v->res;
+	o->key = v->key;
+	o->rv = v->rv;
+	o->obj = v->held ? v->obj : NULL;
+	o->objlen = v->held ? v->objlen : 0;
+}
+
+int kr_client_get(struct kr_client *c, int res, const char *key, struct kr_object *out)
+{
+	struct kr_store_view v;
+
+	if (!valid(c) || !key || !out || res < 0 || res >= c->nres)
+		return KR_EINVAL;
+	if (c->state == ST_INIT)
+		return KR_ESTATE;
+	if (!kr_store_get(&c->store, res, key, strlen(key), &v))
+		return KR_ENOENT;
+	to_object(&v, out);
+	return 0;
+}
+
+struct each {
+	void (*fn)(void *arg, const struct kr_object *o);
+	void *arg;
+};
+
+static void each_fn(void *arg, const struct kr_store_view *v)
+{
+	struct each *e = arg;
+	struct kr_object o;
+
+	to_object(v, &o);
+	e->fn(e->arg, &o);
+}
+
+int kr_client_foreach(struct kr_client *c, int res, void (*fn)(void *arg, const struct kr_object *o),
+		      void *arg)
+{
+	struct each e;
+	size_t n;
+
+	if (!valid(c) || !fn || res >= c->nres)
+		return KR_EINVAL;
+	if (c->state == ST_INIT)
+		return KR_ESTATE;
+	e.fn = fn;
+	e.arg = arg;
+	c->in_callback++;
+	n = kr_store_foreach(&c->store, res < 0 ? -1 : res, each_fn, &e);
+	c->in_callback--;
+	return n > 0x7fffffff ? 0x7fffffff : (int)n;
+}
+
+int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
+{
+	const struct kr_reflector *r;
+
+	if (!valid(c) || !st || res < 0 || res >= c->nres)
+		return KR_EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->resource = c->res[res].name;
+	if (c->state == ST_INIT) {
+		st->last_rv = "";
+		st->reason = "";
+		return 0;
+	}
+	r = &c->refl[res];
+	st->state = c->state == ST_STOPPED ? KR_STATE_STOPPED : r->told_state;
+	st->synced = r->synced;
+	st->partial = r->skipped > 0;
+	st->objects = kr_store_count(&c->store, res);
+	st->last_rv = r->last_rv;
+	st->reason = r->conn.reason;
+	st->lists = r->lists;
+	st->watch_lists = r->watch_lists;
+	st->watches = r->watches;
+	st->relists = r->relists;
+	st->errors = r->errors;
+	return 0;
+}
+
+int kr_client_resources(struct kr_client *c)
+{
+	return valid(c) ? c->nres : KR_EINVAL;
+}
+
+const char *kr_client_resource_name(struct kr_client *c, int res)
+{
+	if (!valid(c) || res < 0 || res >= c->nres)
+		return NULL;
+	return c->res[res].name;
+}
+
+int kr_client_ready(struct kr_client *c)
+{
+	if (!valid(c))
+		return KR_EINVAL;
+	if (c->state == ST_INIT)
+		return 0;
+	return kr_reflect_ready(&c->top);
+}
+
+/* --- for kreflect's own outputs and tests (client.h) ---------------------------------------- */
+
+struct kr_loop *kr_client_loop(struct kr_client *c)
+{
+	return valid(c) ? &c->loop : NULL;
+}
+
+struct kr_reflect *kr_client_reflect(struct kr_client *c)
+{
+	return valid(c) && c->state != ST_INIT ? &c->top : NULL;
+}
+
+struct kr_store *kr_client_store(struct kr_client *c)
+{
+	return valid(c) && c->state != ST_INIT ? &c->store : NULL;
+}
+
+struct kr_reflector_opts *kr_client_opts(struct kr_client *c)
+{
+	return valid(c) && c->state == ST_INIT ? &c->ropts : NULL;
+}
+
+struct kr_resource *kr_client_resource(struct kr_client *c, int res)
+{
+	return valid(c) && res >= 0 && res < c->nres ? &c->res[res] : NULL;
+}
+
+void kr_client_capacities(const struct kr_client *c, size_t *objects, size_t *arena)
+{
+	*objects = c->max_objects;
+	*arena = c->arena_bytes;
+}

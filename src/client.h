@@ -1,0 +1,39 @@
+/*
+ * The client's insides, for kreflect's own outputs (the CLI's directory
+ * sink, hooks and supervisor register on the client's loop), the simulator
+ * and tests. A library user needs none of this: kreflect.h is the API.
+ */
+#ifndef KR_CLIENT_H
+#define KR_CLIENT_H
+
+#include <stddef.h>
+
+#include "kreflect.h"
+#include "loop.h"
+#include "reflector.h"
+#include "resource.h"
+#include "store.h"
+
+/* The client's loop: sources and timers of the caller's own outputs go here. NULL if c is not a client. */
+struct kr_loop *kr_client_loop(struct kr_client *c);
+
+/* The reflectors and the store once started (NULL before). Read-only for callers. */
+struct kr_reflect *kr_client_reflect(struct kr_client *c);
+struct kr_store *kr_client_store(struct kr_client *c);
+
+/* The reflector options before start (NULL after): for settings kr_config does not expose. */
+struct kr_reflector_opts *kr_client_opts(struct kr_client *c);
+
+/* Resource res as configured (NULL if out of range). */
+struct kr_resource *kr_client_resource(struct kr_client *c, int res);
+
+/* The capacities in effect. */
+void kr_client_capacities(const struct kr_client *c, size_t *objects, size_t *arena);
+
+/* The capacities cfg asks for (as kr_client_init resolves them): 0 or KR_EINVAL. */
+int kr_client_capacities_for(const struct kr_config *cfg, size_t *objects, size_t *arena);
+
+/* sizeof(struct kr_client), for the budget. */
+size_t kr_client_struct_size(void);
+
+#endif /* KR_CLIENT_H */

@@ -1,0 +1,321 @@
+/*
+ * The public API (kreflect.h): misuse returns KR_EINVAL / KR_ESTATE /
+ * KR_ENOSPC and never crashes; callbacks may call only the read-only
+ * functions; the field getter reads values and refuses bad input.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "kreflect_config.h"
+#include "port.h"
+#include "test.h"
+
+/* Enough for the client with the small capacities below. */
+static char mem[4u << 20] __attribute__((aligned(16)));
+
+/* A client of a plain-HTTP server nobody listens on: every connection is refused. */
+static void small_config(struct kr_config *cfg)
+{
+	kr_config_init(cfg);
+	cfg->server = "http://127.0.0.1:1";
+	cfg->no_auto_source = 1;
+	cfg->max_objects = 64;
+	cfg->arena_bytes = 256 * 1024;
+	cfg->log_level = 0;
+}
+
+static struct kr_client *new_client(void)
+{
+	struct kr_config cfg;
+	struct kr_client *c = NULL;
+	char err[200];
+
+	small_config(&cfg);
+	if (kr_client_init(&c, mem, sizeof(mem), &cfg, err, sizeof(err)) != 0)
+		return NULL;
+	return c;
+}
+
+KR_TEST(client, null_arguments_are_einval)
+{
+	struct kr_config cfg;
+	struct kr_client *c = NULL;
+	struct kr_client_fd fds[4];
+	struct kr_object o;
+	struct kr_status st;
+	char err[100], buf[8];
+	int t;
+
+	small_config(&cfg);
+	check(kr_client_memory(NULL) == 0);
+	check(kr_client_init(NULL, mem, sizeof(mem), &cfg, err, sizeof(err)) == KR_EINVAL);
+	check(kr_client_init(&c, NULL, sizeof(mem), &cfg, err, sizeof(err)) == KR_EINVAL);
+	check(kr_client_init(&c, mem, sizeof(mem), NULL, err, sizeof(err)) == KR_EINVAL);
+	check(err[0] != '\0');
+	check(kr_client_add_resource(NULL, "configmaps", err, sizeof(err)) == KR_EINVAL);
+	check(kr_client_add(NULL, NULL, NULL, 0) == KR_EINVAL);
+	check(kr_client_on_event(NULL, NULL, NULL) == KR_EINVAL);
+	check(kr_client_on_state(NULL, NULL, NULL) == KR_EINVAL);
+	check(kr_client_start(NULL, NULL, 0) == KR_EINVAL);
+	check(kr_client_run(NULL) == KR_EINVAL);
+	check(kr_client_stop(NULL) == KR_EINVAL);
+	check(kr_client_fds(NULL, fds, 4, &t) == KR_EINVAL);
+	check(kr_client_process(NULL, fds, 0) == KR_EINVAL);
+	check(kr_client_get(NULL, 0, "a/b", &o) == KR_EINVAL);
+	check(kr_client_foreach(NULL, 0, NULL, NULL) == KR_EINVAL);
+	check(kr_client_status(NULL, 0, &st) == KR_EINVAL);
+	check(kr_client_resources(NULL) == KR_EINVAL);
+	check(kr_client_resource_name(NULL, 0) == NULL);
+	check(kr_client_ready(NULL) == KR_EINVAL);
+	check(kr_object_field(NULL, 0, "a", buf, sizeof(buf)) == KR_EINVAL);
+	/* Memory that is not a client is not taken for one. */
+	memset(mem, 0x5a, 4096);
+	check(kr_client_start((struct kr_client *)(void *)mem, NULL, 0) == KR_EINVAL);
+	return 0;
+}
+
+KR_TEST(client, memory_too_small_misaligned_or_capacities_out_of_range)
+{
+	struct kr_config cfg;
+	struct kr_client *c = NULL;
+	char err[200];
+	size_t need;
+
+	small_config(&cfg);
+	need = kr_client_memory(&cfg);
+	check(need > 256 * 1024 && need <= sizeof(mem));
+	check(kr_client_init(&c, mem, need - 1, &cfg, err, sizeof(err)) == KR_ENOSPC);
+	check(strstr(err, "bytes of memory") != NULL && c == NULL);
+	check(kr_client_init(&c, mem + 8, need, &cfg, err, sizeof(err)) == KR_EINVAL);
+	check(kr_client_init(&c, mem, need, &cfg, err, sizeof(err)) == 0 && c != NULL);
+	cfg.max_objects = (size_t)KR_MAX_OBJECTS_CEILING + 1;
+	check(kr_client_memory(&cfg) == 0);
+	check(kr_client_init(&c, mem, sizeof(mem), &cfg, err, sizeof(err)) == KR_EINVAL);
+	small_config(&cfg);
+	cfg.arena_bytes = KR_ARENA_MIN - 1;
+	check(kr_client_memory(&cfg) == 0);
+	small_config(&cfg);
+	cfg.page_size = -1;
+	check(kr_client_init(&c, mem, sizeof(mem), &cfg, err, sizeof(err)) == KR_EINVAL);
+	small_config(&cfg);
+	cfg.no_auto_source = 1;
+	cfg.server = NULL;
+	check(kr_client_init(&c, mem, sizeof(mem), &cfg, err, sizeof(err)) == KR_EINVAL);
+	check(strstr(err, "server") != NULL);
+	/* A memory budget alone: the whole reservation stays inside it. */
+	small_config(&cfg);
+	cfg.max_objects = 0;
+	cfg.arena_bytes = 0;
+	cfg.memory_bytes = 3u << 20;
+	need = kr_client_memory(&cfg);
+	check(need > 0 && need <= cfg.memory_bytes);
+	return 0;
+}
+
+KR_TEST(client, calls_in_the_wrong_state_are_estate)
+{
+	struct kr_client *c = new_client();
+	struct kr_client_fd fds[4];
+	struct kr_object o;
+	struct kr_status st;
+	char err[200];
+	int t, i;
+
+	check(c != NULL);
+	check(kr_client_run(c) == KR_ESTATE);
+	check(kr_client_fds(c, fds, 4, &t) == KR_ESTATE);
+	check(kr_client_process(c, fds, 0) == KR_ESTATE);
+	check(kr_client_get(c, 0, "default/x", &o) == KR_EINVAL);  /* no resource yet */
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_add_resource(c, "no such", err, sizeof(err)) < 0 && err[0]);
+	check(kr_client_get(c, 0, "default/x", &o) == KR_ESTATE);
+	check(kr_client_status(c, 0, &st) == 0 && !st.synced && strcmp(st.resource, "configmaps") == 0);
+	check(kr_client_status(c, 1, &st) == KR_EINVAL);
+	for (i = 1; i < KR_MAX_RESOURCES; i++)
+		check(kr_client_add_resource(c, "secrets", err, sizeof(err)) == i);
+	check(kr_client_add_resource(c, "secrets", err, sizeof(err)) == KR_ENOSPC);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == KR_ESTATE);
+	check(kr_client_add_resource(c, "pods", err, sizeof(err)) == KR_ESTATE);
+	check(kr_client_get(c, 0, "default/x", &o) == KR_ENOENT);
+	check(kr_client_fds(c, fds, 4, NULL) == KR_EINVAL);
+	check(kr_client_process(c, NULL, 2) == KR_EINVAL);
+	check(kr_client_stop(c) == 0);
+	check(kr_client_stop(c) == 0);                 /* idempotent */
+	check(kr_client_run(c) == 0);                  /* stopped: returns at once */
+	check(kr_client_fds(c, fds, 4, &t) == 0 && t == -1);
+	check(kr_client_start(c, err, sizeof(err)) == KR_ESTATE);
+	return 0;
+}
+
+static struct {
+	struct kr_client *c;
+	int calls, start, add, run, process, fds, get, status, stop;
+} cb;
+
+static void on_state(void *arg, const struct kr_state_change *st)
+{
+	struct kr_client_fd fds[2];
+	struct kr_object o;
+	struct kr_status s;
+	char err[100];
+	int t;
+
+	(void)arg;
+	if (st->state != KR_STATE_BACKOFF || cb.calls++)
+		return;
+	cb.start = kr_client_start(cb.c, err, sizeof(err));
+	cb.add = kr_client_add_resource(cb.c, "pods", err, sizeof(err));
+	cb.run = kr_client_run(cb.c);
+	cb.process = kr_client_process(cb.c, fds, 0);
+	cb.fds = kr_client_fds(cb.c, fds, 2, &t);
+	cb.get = kr_client_get(cb.c, 0, "default/x", &o);
+	cb.status = kr_client_status(cb.c, 0, &s);
+	cb.stop = kr_client_stop(cb.c);
+}
+
+/* Drives the client from a poll() loop of our own until it stops or 5 s pass. */
+static int drive(struct kr_client *c)
+{
+	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
+	struct pollfd pfd[KR_CLIENT_MAX_FDS];
+	kr_ms_t end = kr_port_now_ms() + 5000;
+	int n, i, t;
+
+	while (kr_port_now_ms() < end) {
+		n = kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t);
+		if (n < 0)
+			return n;
+		if (n == 0 && t < 0)
+			return 0;                      /* stopped */
+		for (i = 0; i < n; i++) {
+			pfd[i].fd = fds[i].fd;
+			pfd[i].events = (short)((fds[i].events & KR_POLLIN ? POLLIN : 0) |
+						(fds[i].events & KR_POLLOUT ? POLLOUT : 0));
+		}
+		if (poll(pfd, (nfds_t)n, t < 0 || t > 100 ? 100 : t) < 0)
+			return KR_EIO;
+		for (i = 0; i < n; i++)
+			fds[i].revents = (short)((pfd[i].revents & POLLIN ? KR_POLLIN : 0) |
+						 (pfd[i].revents & POLLOUT ? KR_POLLOUT : 0) |
+						 (pfd[i].revents & (POLLERR | POLLHUP) ? KR_POLLERR : 0));
+		if (kr_client_process(c, fds, n) < 0)
+			return KR_EIO;
+	}
+	return KR_ETIMEDOUT;
+}
+
+KR_TEST(client, a_callback_may_only_read_and_stop)
+{
+	struct kr_client *c = new_client();
+	char err[200];
+
+	check(c != NULL);
+	memset(&cb, 0, sizeof(cb));
+	cb.c = c;
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_on_state(c, on_state, NULL) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	/* The refused connection backs off: the callback runs, tries everything, stops. */
+	check(drive(c) == 0);
+	check(cb.calls == 1);
+	check(cb.start == KR_ESTATE && cb.add == KR_ESTATE && cb.run == KR_ESTATE);
+	check(cb.process == KR_ESTATE && cb.fds == KR_ESTATE);
+	check(cb.get == KR_ENOENT && cb.status == 0 && cb.stop == 0);
+	return 0;
+}
+
+static void nop_event(void *arg, const struct kr_event *ev)
+{
+	(void)arg;
+	(void)ev;
+}
+
+KR_TEST(client, callbacks_have_a_bound)
+{
+	struct kr_client *c = new_client();
+	int i;
+
+	check(c != NULL);
+	for (i = 0; i < 6; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_on_event(c, nop_event, NULL) == KR_ENOSPC);
+	check(kr_client_on_event(c, NULL, NULL) == KR_EINVAL);
+	return 0;
+}
+
+static const char cm[] =
+	"{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"gw\",\"namespace\":\"edge\","
+	"\"labels\":{\"app\":\"gateway\",\"tier\":\"edge\"},"
+	"\"annotations\":{\"example.com/owner\":\"ops\"}},"
+	"\"data\":{\"log-level\":\"debug\",\"interval\":\"30\",\"quoted\":\"a \\\"b\\\" \\u00e9\\n\","
+	"\"esc\\u0061ped\":\"key escaped\",\"list\":[1,{\"x\":\"}\"}],\"n\":null},"
+	"\"spec\":{\"replicas\":3,\"paused\":false,\"ratio\":-1.5e3}}";
+
+KR_TEST(client, field_reads_strings_numbers_and_booleans)
+{
+	char buf[64];
+
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.log-level", buf, sizeof(buf)) == 5);
+	check(strcmp(buf, "debug") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "metadata.labels.tier", buf, sizeof(buf)) == 4);
+	check(strcmp(buf, "edge") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.quoted", buf, sizeof(buf)) > 0);
+	check(strcmp(buf, "a \"b\" \xc3\xa9\n") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.escaped", buf, sizeof(buf)) > 0);
+	check(strcmp(buf, "key escaped") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "metadata.annotations.example\\.com/owner", buf,
+			      sizeof(buf)) == 3 && strcmp(buf, "ops") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "spec.replicas", buf, sizeof(buf)) == 1);
+	check(strcmp(buf, "3") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "spec.paused", buf, sizeof(buf)) == 5);
+	check(strcmp(buf, "false") == 0);
+	check(kr_object_field(cm, sizeof(cm) - 1, "spec.ratio", buf, sizeof(buf)) == 6);
+	check(strcmp(buf, "-1.5e3") == 0);
+	return 0;
+}
+
+KR_TEST(client, field_refuses_what_is_not_a_value)
+{
+	char buf[8], big[64];
+
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.missing", big, sizeof(big)) == KR_ENOENT);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data", big, sizeof(big)) == KR_ENOENT);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.list", big, sizeof(big)) == KR_ENOENT);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.n", big, sizeof(big)) == KR_ENOENT);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.log-level.x", big, sizeof(big)) == KR_ENOENT);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data..x", big, sizeof(big)) == KR_EINVAL);
+	check(kr_object_field(cm, sizeof(cm) - 1, "", big, sizeof(big)) == KR_ENOENT);
+	/* The bound: 5 bytes and a NUL fit in 6, not in 5. */
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.log-level", buf, 6) == 5);
+	check(kr_object_field(cm, sizeof(cm) - 1, "data.log-level", buf, 5) == KR_ENOSPC);
+	check(buf[0] == '\0');
+	check(kr_object_field(cm, sizeof(cm) - 1, "spec.paused", buf, 5) == KR_ENOSPC);
+	check(kr_object_field("[1]", 3, "a", big, sizeof(big)) == KR_EINVAL);
+	check(kr_object_field("{\"a\":\"x\" \"b\":1}", 15, "b", big, sizeof(big)) == KR_EINVAL);
+	check(kr_object_field(cm, 0, "data.n", big, sizeof(big)) == KR_EINVAL);
+	return 0;
+}
+
+KR_TEST(client, field_never_reads_past_a_cut_object)
+{
+	char buf[64];
+	size_t len;
+
+	/* Every prefix: a value that is whole in it, or an error; ASan watches the bounds. */
+	for (len = 0; len < sizeof(cm) - 1; len++) {
+		char *cut = malloc(len ? len : 1);     /* exactly len bytes: ASan sees one more */
+		int r;
+
+		check(cut != NULL);
+		memcpy(cut, cm, len);
+		r = kr_object_field(cut, len, "spec.ratio", buf, sizeof(buf));
+		check(r == KR_EINVAL || r == KR_ENOENT || (r > 0 && strncmp(buf, "-1.5e3", (size_t)r) == 0));
+		r = kr_object_field(cut, len, "data.quoted", buf, sizeof(buf));
+		free(cut);
+		check(r == KR_EINVAL || r == KR_ENOENT || r > 0);
+	}
+	return 0;
+}
