@@ -198,7 +198,8 @@ install: | $(MBEDTLS_STAMP) $(JSMN_H)
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
 test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests
+	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests target-lib
+	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
 	$(Q)+$(SUBMAKE) TARGET=x86_64 PORT=sim target-sim
 	$(Q)+$(SUBMAKE) TARGET=asan PORT=sim target-sim
 	$(Q)+$(SUBMAKE) TARGET=asan target-bin target-tests
@@ -242,12 +243,23 @@ target-lib: $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(O)/kreflect.pc
 # the objects it uses). mbedTLS in its own archive, so that a firmware that
 # already has mbedTLS 3.6 can link its own instead (built with
 # config/mbedtls_config.h's options: see the README).
+# The objects are fat LTO objects (machine code and GIMPLE); the archives get
+# the machine code only, so that a user's link needs no LTO plugin of our gcc.
+# $(call plain_archive,ARCHIVE,DIR,OBJECTS)
+define plain_archive
+	@echo "  AR      $(1)"
+	$(Q)rm -rf $(1) $(2) && mkdir -p $(2) && \
+	for o in $(3); do \
+	  $(CROSS_COMPILE)objcopy -R '.gnu.lto_*' -R '.gnu.debuglto_*' -N __gnu_lto_v1 -N __gnu_lto_slim \
+	    $$o $(2)/$$(echo $$o | sed 's|^build/||; s|/|_|g') || exit 1; \
+	done && $(CROSS_COMPILE)ar rcs $(1) $(2)/*.o
+endef
+
 $(O)/libkreflect.a: $(OBJ)
-	@echo "  AR      $@"
-	$(Q)rm -f $@ && $(CROSS_COMPILE)ar rcs $@ $(OBJ)
+	$(call plain_archive,$@,$(O)/lib-obj,$(OBJ))
 
 $(O)/libkreflect-mbedtls.a: $(MBEDTLS_LIB)
-	$(Q)cp $< $@
+	$(call plain_archive,$@,$(O)/lib-mbedtls-obj,$(MBEDTLS_OBJ))
 
 $(O)/kreflect.pc: Makefile
 	@mkdir -p $(@D)

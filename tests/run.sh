@@ -78,6 +78,7 @@ case " $* " in
 *" x86_64 "*)
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
+	run_suite readme-library python3 tests/example/readme.py
 	run_suite malloc sh tests/malloc/run.sh
 	# The end-to-end suite once more, the host binary under valgrind's memcheck.
 	run_suite e2e/valgrind sh tests/e2e/run.sh valgrind
