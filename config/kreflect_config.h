@@ -51,9 +51,9 @@
 #ifndef KR_ARENA_BYTES_CEILING
 #define KR_ARENA_BYTES_CEILING (2048ull * 1024u * 1024u)
 #endif
-/* The smallest arena: the reserve below, twice, and room for a few objects. */
+/* The smallest arena: the reserve below, twice. */
 #ifndef KR_ARENA_MIN
-#define KR_ARENA_MIN (256u * 1024u)
+#define KR_ARENA_MIN (128u * 1024u)
 #endif
 
 /* Longest --resync period (resync_s), so that its milliseconds fit an int. */

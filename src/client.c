@@ -58,6 +58,7 @@ struct kr_client {
 	struct kr_resource res[KR_MAX_RESOURCES];
 	char discover_arg[KR_MAX_RESOURCES][SPEC_NAME_MAX]; /* "" once resolved */
 	int nres;
+	int kcfg_read, pem_read;       /* start-up scratch in the arena was written */
 
 	struct {
 		void (*fn)(void *arg, const struct kr_event *ev);
@@ -279,6 +280,11 @@ static int choose_source(struct kr_client *c, struct kr_kubeconfig_work *w, char
 	struct kr_fs_stat st;
 	int r;
 
+	if (!w && (o->kubeconfig || (!o->no_auto_source && !o->server &&
+				      !((host && *host && port && *port && !o->context)))))
+		return fail(err, errlen, KR_ENOSPC, "an arena of %zu bytes is too small to read a kubeconfig "
+			    "(%zu needed): give a larger one, or the server and credentials directly",
+			    c->arena_bytes, sizeof(*w) + (size_t)KR_PEM_MAX + 3u);
 	if (o->kubeconfig) {
 		r = strchr(o->kubeconfig, ':')
 			? kr_kubeconfig_load_list(&c->kcfg, w, o->kubeconfig, o->context, err, errlen)
@@ -301,6 +307,7 @@ static int choose_source(struct kr_client *c, struct kr_kubeconfig_work *w, char
 		return fail(err, errlen, KR_EINVAL, "no API server: give --server or --kubeconfig, set "
 			    "KUBECONFIG, run in a pod, or create ~/.kube/config");
 	}
+	c->kcfg_read = 1;
 	if (r != 0)
 		return r == KR_ENOENT || r == KR_EIO ? r : KR_EINVAL;
 	kr_log(KR_LOG_INFO, "using kubeconfig context %s (cluster %s, user %s)", c->kcfg.context,
@@ -445,6 +452,7 @@ static int setup_tls(struct kr_client *c, unsigned char *pem, size_t cap, char *
 		   !(t.key = load_pem("client-key", k->key_file, pem, cap, &used, &t.key_len, err, errlen))) {
 		return KR_EIO;
 	}
+	c->pem_read = used > 0;
 	kr_tls_ctx_init(&c->tls);
 	r = kr_tls_ctx_setup(&c->tls, &t, err, errlen);
 	/* The key's bytes are not needed any more: do not keep them around. */
@@ -485,7 +493,7 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	    cfg->initial_events_timeout_s < 0 || cfg->initial_events_timeout_s > 3600 ||
 	    cfg->watch_idle_timeout_s < 0 || cfg->watch_idle_timeout_s > 86400 ||
 	    cfg->watch_list < KR_WL_AUTO || cfg->watch_list > KR_WL_OFF ||
-	    cfg->log_level < 0 || cfg->log_level > 3)
+	    cfg->log_level < -1 || cfg->log_level > 3)
 		return fail(err, errlen, KR_EINVAL, "a configuration value is out of range");
 	if ((cfg->label_selector && strlen(cfg->label_selector) >= KR_SELECTOR_MAX) ||
 	    (cfg->field_selector && strlen(cfg->field_selector) >= KR_SELECTOR_MAX))
@@ -505,8 +513,8 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	off += ALIGN16(c->nbuckets * sizeof(int32_t));
 	c->arena = (char *)mem + off;
 	kr_loop_init(&c->loop);
-	kr_log_set_level(cfg->log_level == 0 ? KR_LOG_WARN : cfg->log_level == 1 ? KR_LOG_INFO
-			 : cfg->log_level == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
+	kr_log_set_level(cfg->log_level < 0 ? -1 : cfg->log_level == 0 ? KR_LOG_WARN
+			 : cfg->log_level == 1 ? KR_LOG_INFO : cfg->log_level == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
 
 	kr_reflector_opts_default(&c->ropts);
 	c->ropts.watch_list = cfg->watch_list;
@@ -528,14 +536,10 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	w = (struct kr_kubeconfig_work *)(void *)c->arena;
 	pem = (unsigned char *)c->arena + scratch;
 	if (a < scratch + pem_cap) {
-		/* A small arena: enough for configurations without a kubeconfig. */
-		if (cfg->kubeconfig || !cfg->no_auto_source)
-			return fail(err, errlen, KR_ENOSPC, "an arena of %zu bytes is too small to read a "
-				    "kubeconfig (%zu needed): set no_auto_source and give server and credentials",
-				    a, scratch + pem_cap);
+		/* A small arena: enough for the PEM files; a kubeconfig is refused when it comes to it. */
 		w = NULL;
 		pem = (unsigned char *)c->arena;
-		pem_cap = a;
+		pem_cap = a < pem_cap ? a : pem_cap;
 	}
 	r = choose_source(c, w, err, errlen);
 	if (r == 0)
@@ -570,7 +574,9 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 		kr_snprintf(c->source_ns, sizeof(c->source_ns), "%s", c->kcfg.ns);
 	/* Secrets read at start-up do not stay in memory. */
 	kr_kubeconfig_wipe(&c->kcfg, w);
-	kr_port_discard(c->arena, a < scratch + (size_t)KR_PEM_MAX + 3u ? a : scratch + (size_t)KR_PEM_MAX + 3u);
+	/* The pages the kubeconfig reader or the PEM files wrote go back to the kernel. */
+	if (c->kcfg_read || c->pem_read)
+		kr_port_discard(c->arena, a < scratch + (size_t)KR_PEM_MAX + 3u ? a : scratch + (size_t)KR_PEM_MAX + 3u);
 	if (r != 0) {
 		c->magic = 0;
 		return r;
@@ -693,14 +699,15 @@ int kr_client_on_state(struct kr_client *c, void (*fn)(void *arg, const struct k
 
 /*
  * Resolves the names left for discovery, before the store exists: its
- * arena is the scratch (connection, tokens, response body).
+ * arena is the scratch (connection, tokens, response body). Returns how
+ * many were asked of the server, or a negative KR_E code.
  */
 static int discover(struct kr_client *c, char *err, size_t errlen)
 {
 	struct kr_discovery_work w;
 	struct kr_loop once;           /* discovery's own: the client's loop keeps its sources */
 	size_t off, tokbytes;
-	int i, r;
+	int i, r, asked = 0;
 
 	off = ALIGN16(sizeof(struct kr_conn));
 	tokbytes = (size_t)KR_JSON_TOKENS * sizeof(kr_json_tok);
@@ -720,8 +727,9 @@ static int discover(struct kr_client *c, char *err, size_t errlen)
 		if (r != 0)
 			return r;
 		c->discover_arg[i][0] = '\0';
+		asked++;
 	}
-	return 0;
+	return asked;
 }
 
 int kr_client_start(struct kr_client *c, char *err, size_t errlen)
@@ -758,10 +766,11 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 		}
 	}
 	r = discover(c, err, errlen);
-	if (r != 0)
+	if (r < 0)
 		return r;
 	/* The discovery scratch's pages go back; the store starts over them. */
-	kr_port_discard(c->arena, c->arena_bytes < (4u << 20) ? c->arena_bytes : (4u << 20));
+	if (r > 0)
+		kr_port_discard(c->arena, c->arena_bytes < (4u << 20) ? c->arena_bytes : (4u << 20));
 	kr_store_init(&c->store, c->arena, c->arena_bytes, c->entries, (uint32_t)c->max_objects, c->buckets,
 		      (uint32_t)c->nbuckets, KR_STORE_RESERVE);
 	r = kr_reflect_init(&c->top, &c->loop, &c->store, &c->conn_cfg, &c->ropts, c->refl, c->res, c->nres);
@@ -933,7 +942,7 @@ int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
 	r = &c->refl[res];
 	st->state = c->state == ST_STOPPED ? KR_STATE_STOPPED : r->told_state;
 	st->synced = r->synced;
-	st->partial = r->skipped > 0;
+	st->partial = r->partial;
 	st->objects = kr_store_count(&c->store, res);
 	st->last_rv = r->last_rv;
 	st->reason = r->conn.reason;

@@ -114,7 +114,7 @@ struct kr_config {
 	int watch_idle_timeout_s;      /* a silent watch before the bookmark cadence is known; 0: default */
 	int keep_managed_fields;       /* 1: keep metadata.managedFields */
 	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */
-	int log_level;                 /* 0 warnings, 1 info (default), 2 debug, 3 trace */
+	int log_level;                 /* -1 none, 0 warnings, 1 info (default), 2 debug, 3 trace */
 
 	/* capacities (0: the compile-time default); never above the compile-time ceiling */
 	size_t max_objects;            /* objects indexed, held or not, over all resources */

@@ -8,6 +8,7 @@
 #include "port.h"
 
 #define VERY_SHORT_WATCH_MS 1000
+#define ROOM_RELIST_MS 1000         /* after a partial sync that left room: relist */
 #define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
 #define TAIL_STALL_MS 2000             /* an object in the tail silent this long may be cut */
 #define WL_DEADLINE_CAP 10             /* initial events: at most 10 quiet times in all */
@@ -317,10 +318,11 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		 * object would flood the log: the first few, then the count at SYNCED.
 		 */
 		r->skipped++;
+		r->skipped_known++;
 		kr_store_mark(r->top->store, r->index, m->key, m->keylen, r->gen);
 		if (r->skipped <= 3)
-			kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (KR_MAX_OBJECTS is %u)%s",
-			       r->res.name, m->key, kr_strerror(res), (unsigned)KR_MAX_OBJECTS,
+			kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (--max-objects is %u)%s",
+			       r->res.name, m->key, kr_strerror(res), (unsigned)r->top->store->max_entries,
 			       r->skipped == 3 ? "; further ones are counted at the sync" : "");
 		break;
 	}
@@ -372,13 +374,26 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	struct kr_reflect *top = r->top;
 	size_t count;
 
-	if (r->skipped)
+	/*
+	 * Objects whose key could not be read may be ones the store holds: keep
+	 * what it holds rather than delete it. Those named but not indexed (no
+	 * room) are not in the store, so what was not seen is gone from the
+	 * server, and must go, or deleted objects would keep the room for good.
+	 */
+	if (r->skipped > r->skipped_known)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held; keeping their old "
 		       "state rather than deleting it", r->res.name, r->skipped);
 	else
 		kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
+	if (r->skipped && r->skipped == r->skipped_known)
+		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: no room in the index "
+		       "(--max-objects)", r->res.name, r->skipped);
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->rv_unavailable = 0;
+	r->partial = r->skipped > 0;
+	/* The sweep may have freed the room the list lacked: list again for the rest, soon. */
+	if (r->partial && top->store->nentries < top->store->max_entries)
+		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
 	count = kr_store_count(top->store, r->index);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
 	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
@@ -498,8 +513,12 @@ static int watch_event(struct kr_reflector *r, size_t len)
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 		size_t objlen = settle_object(r, json, len, t, n, o);
+		int skipped = r->skipped;
 
 		apply_object(r, &m, objlen);
+		/* A change the index has no room for is not skipped: relist, and say partial. */
+		if (r->phase == KR_PH_WATCH && r->skipped > skipped)
+			return -1;
 	} else if (strcmp(type, "DELETED") == 0) {
 		size_t objlen = settle_object(r, json, len, t, n, o);
 		struct kr_store_view old;
@@ -520,6 +539,11 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
 	if (strcmp(type, "ADDED") != 0)
 		r->propagate = 1;
+	/* The objects a partial sync could not index may fit now: relist for them. */
+	if (r->phase == KR_PH_WATCH && r->partial && strcmp(type, "DELETED") == 0) {
+		r->room_relist = 1;
+		return -1;
+	}
 	return 0;
 }
 
@@ -589,6 +613,7 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 				   r->gen, &old);
 		if (res < 0) {
 			r->skipped++;
+			r->skipped_known++;
 			return -1;
 		}
 		/*
@@ -1020,6 +1045,7 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 		/* A list of its own: what the pages marked seen may be gone by now. */
 		r->gen++;
 		r->skipped = 0;
+		r->skipped_known = 0;
 		r->list_full_retry = 1;
 		r->continue_token[0] = '\0';
 		r->list_limit = 0;
@@ -1165,8 +1191,10 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		backoff_then(r, again_watch, "malformed watch stream");
 		return;
 	}
-	if (r->skipped) {
-		backoff_then(r, start_cycle, "an event could not be held");
+	if (r->skipped || r->room_relist) {
+		r->room_relist = 0;
+		backoff_then(r, start_cycle, r->skipped ? "an event could not be held"
+			     : "a delete made room for objects the last sync could not hold");
 		return;
 	}
 	if (err != 0 && r->status == 0) {
@@ -1286,6 +1314,7 @@ static void request(struct kr_reflector *r, int kind)
 		r->last_bookmark = 0;
 		r->bookmark_gap_ms = 0;
 		r->skipped = 0;
+		r->skipped_known = 0;
 		req.idle_timeout_ms = top->opts.idle_default_ms;
 		if (kind == REQ_WATCHLIST) {
 			r->gen++;
@@ -1343,6 +1372,7 @@ static void start_list(struct kr_reflector *r)
 	r->lists++;
 	r->gen++;
 	r->skipped = 0;
+	r->skipped_known = 0;
 	r->list_pages = 0;
 	r->list_full_retry = 0;
 	r->list_expired_retried = 0;
@@ -1420,6 +1450,18 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 	watch_list_fallback(r, 1, why);
 }
 
+/* A partial sync left room behind it (stale objects swept at its end): relist. */
+static void on_room(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct kr_reflector *r = t->arg;
+
+	(void)loop;
+	if (r->phase != KR_PH_WATCH || !r->partial)
+		return;
+	kr_conn_close(&r->conn, "relisting for objects the last sync had no room for");
+	backoff_then(r, start_cycle, "the last sync left room for objects it could not hold");
+}
+
 static void resync_fn(void *arg, const struct kr_store_view *v)
 {
 	emit_view(arg, KR_EV_RESYNC, v);
@@ -1472,6 +1514,8 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 		r->resync.arg = r;
 		r->tail_wait.fire = on_tail_wait;
 		r->tail_wait.arg = r;
+		r->room.fire = on_room;
+		r->room.arg = r;
 		kr_backoff_init(&r->backoff, &top->rand, kr_port_now_ms());
 	}
 	return 0;
@@ -1506,6 +1550,7 @@ void kr_reflect_stop(struct kr_reflect *top)
 		kr_loop_timer_cancel(top->loop, &r->deadline);
 		kr_loop_timer_cancel(top->loop, &r->resync);
 		kr_loop_timer_cancel(top->loop, &r->tail_wait);
+		kr_loop_timer_cancel(top->loop, &r->room);
 		r->tail_waiting = 0;
 		kr_conn_close(&r->conn, "stopping");
 	}

@@ -97,6 +97,7 @@ struct kr_reflector {
 	char list_rv[KR_RV_MAX];       /* RV of the first page */
 	char continue_token[KR_JSON_CONTINUE_MAX];
 	int skipped;                   /* items/events that could not be parsed or held */
+	int skipped_known;             /* of them, named but not indexed (no room) */
 
 	/* the response in progress */
 	int status;
@@ -128,10 +129,13 @@ struct kr_reflector {
 	struct kr_skipped_name skip;   /* the object in progress, once it outgrew its space */
 	int tail_waiting;              /* holding its bytes back until the tail is free */
 	struct kr_timer tail_wait;     /* when to look at the tail again */
+	struct kr_timer room;          /* relist after a partial sync that left room */
 	kr_ms_t body_at;               /* when the last body bytes were taken */
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
+	int partial;                   /* the last (re)list could not index every object */
+	int room_relist;               /* a delete after a partial sync: relist for the rest */
 	enum kr_state told_state;      /* the last state given to top->on_state */
 	unsigned long lists, watch_lists, watches, relists, errors;
 	/* the shared tail: bytes held back for another's object, turns given at

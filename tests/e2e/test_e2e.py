@@ -2067,6 +2067,119 @@ def run_one(name, fn):
     return name, err, time.monotonic() - t0
 
 
+def converge_after_room(s, kr, what, timeout=40):
+    """After room comes back the mirror equals the server, and the last SYNCED is whole."""
+    def done():
+        syncs = kr.synced()
+        return syncs and not syncs[-1].get("partial") and s.mirror_rvs(kr) == s.server_objects()
+    end = time.monotonic() + late(timeout)
+    while time.monotonic() < end and not done():
+        time.sleep(0.2)
+    check(done(), "%s: not converged: %d mirrored, %d on the server, last SYNCED %s"
+          % (what, len(s.mirror_rvs(kr)), len(s.server_objects()), (kr.synced() or [None])[-1]))
+
+
+@scenario("CapacityObjectsAtList", 8)
+def t_capacity_objects_at_list(s):
+    """--max-objects smaller than the list, by watch-list and by paginated
+    LIST: the objects that fit are exact, the rest are named (three) and
+    counted, SYNCED says partial, --once fails naming the resource; deleting
+    enough on the server lets the mirror become whole by itself."""
+    s.server("--initial", 150, "--initial-size", 16)
+    for mode in ("on", "off"):
+        kr = s.kreflect("--max-objects", "100", "--watch-list", mode, "--page-size", "40")
+        syn = kr.wait_synced(timeout=15)[0]
+        check(syn["count"] == 100 and syn.get("partial") is True, "%s: SYNCED %s" % (mode, syn))
+        want = s.server_objects()
+        got = s.mirror_rvs(kr)
+        check(len(got) == 100 and all(want.get(k) == v for k, v in got.items()),
+              "%s: %d mirrored, %d not as on the server" % (mode, len(got),
+                                                           sum(want.get(k) != v for k, v in got.items())))
+        err = kr.stderr()
+        check(err.count("capacity exhausted") == 3 and "--max-objects is 100" in err,
+              "%s: errors %s" % (mode, kr.stderr_tail(4)))
+        check("50 objects could not be read or held" in err, "%s: no count at the sync" % mode)
+        _, anomalies = kr.mirror()
+        check(not anomalies, "%s: event stream: %s" % (mode, anomalies[:3]))
+        kr.stop()
+    once = s.kreflect("--max-objects", "100", "--once")
+    check(once.wait_exit(20) == 1 and "mirror of configmaps is partial" in once.stderr(),
+          "--once on a partial mirror: exit %s, %s" % (once.rc, once.stderr_tail(2)))
+    kr = s.kreflect("--max-objects", "100", "--watch-list", "off")
+    kr.wait_synced(timeout=15)
+    for i in range(60):
+        s.delete("cm-%05d" % (149 - i))
+    converge_after_room(s, kr, "after deletes")
+
+
+@scenario("CapacityObjectsByWatch", 8)
+def t_capacity_objects_by_watch(s):
+    """The index fills up through watch events: those that fit arrive, the
+    first that does not ends the watch for a relist that says partial, and
+    deletes on the server bring the mirror back to whole."""
+    s.server("--initial", 80, "--initial-size", 16)
+    kr = s.kreflect("--max-objects", "100")
+    syn = kr.wait_synced(timeout=15)[0]
+    check(syn["count"] == 80 and not syn.get("partial"), "first SYNCED %s" % syn)
+    s.ctl.bulk("configmaps", "default", 40, size=16, start=80)
+    kr.wait_event("ADDED", "cm-00099")
+    kr.wait(lambda _lines: any(x.get("partial") for x in kr.synced()), late(20), "a partial SYNCED")
+    got, want = s.mirror_rvs(kr), s.server_objects()
+    check(len(got) == 100 and all(want.get(k) == v for k, v in got.items()),
+          "%d mirrored, some not as on the server" % len(got))
+    check("capacity exhausted" in kr.stderr(), "no error names the objects not held")
+    for i in range(30):
+        s.delete("cm-%05d" % i)
+    converge_after_room(s, kr, "after deletes")
+    _, anomalies = kr.mirror()
+    check(not anomalies, "event stream: %s" % anomalies[:3])
+
+
+@scenario("CapacityBytesAtList", 8)
+def t_capacity_bytes_at_list(s):
+    """--arena-bytes smaller than the list: objects that do not fit are present
+    but not held (named, counted in SYNCED, never printed); when room comes
+    back they are held again."""
+    s.server("--initial", 300, "--initial-size", 1024)
+    kr = s.kreflect("--arena-bytes", "256K", "--watch-list", "off")
+    syn = kr.wait_synced(timeout=15)[0]
+    got, want = s.mirror_rvs(kr), s.server_objects()
+    check(syn["count"] == 300, "SYNCED %s: every object is known" % syn)
+    check(100 < len(got) < 300 and all(want.get(k) == v for k, v in got.items()),
+          "%d held, some not as on the server" % len(got))
+    check("present but not held" in kr.stderr() and "the arena is full" in kr.stderr(),
+          "no error says the arena is full: %s" % kr.stderr_tail(2))
+    for i in range(200):
+        s.delete("cm-%05d" % (299 - i))
+    s.ctl.fault(kind="watch_error", code=410, watch=True, count=1)
+    s.ctl.drop_watches()
+    converge_after_room(s, kr, "after deletes and a relist")
+
+
+@scenario("CapacityBytesByWatch", 8)
+def t_capacity_bytes_by_watch(s):
+    """The arena fills through watch events: the object that does not fit is
+    present but not held; once others are deleted, its next change is held."""
+    s.server("--initial", 50, "--initial-size", 1024)
+    kr = s.kreflect("--arena-bytes", "256K")
+    kr.wait_synced(timeout=15)
+    s.ctl.bulk("configmaps", "default", 250, size=1024, start=50)
+    kr.wait(lambda _lines: "present but not held" in kr.stderr(), late(15), "an object not held")
+    held = s.mirror_rvs(kr)
+    want = s.server_objects()
+    check(len(held) < 300 and all(want.get(k) == v for k, v in held.items()),
+          "%d held, some not as on the server" % len(held))
+    missing = sorted(k for k in want if k not in held)
+    for i in range(150):
+        s.delete("cm-%05d" % i)
+    for k in missing:
+        if k in s.server_objects():
+            s.update(k.split("/", 1)[1], {"payload": "small now"}, mode="replace")
+    kr.wait(lambda _lines: s.mirror_rvs(kr) == s.server_objects(), late(20), "the mirror equal to the server")
+    _, anomalies = kr.mirror()
+    check(not anomalies, "event stream: %s" % anomalies[:3])
+
+
 def main(argv):
     global BIN, ART
     jobs = 5

@@ -44,7 +44,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth.h"
+#include "client.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "log.h"
@@ -75,15 +75,18 @@
 #define MINUTE_MS 60000
 #define OUTAGE_RING 256
 
-static char arena[KR_ARENA_BYTES] __attribute__((aligned(16)));
-static struct kr_entry entries[KR_MAX_OBJECTS];
-static int32_t buckets[KR_STORE_BUCKETS];
-static struct kr_reflector reflectors[KR_MAX_RESOURCES];
+/*
+ * kreflect runs through its public API (kreflect.h), as a library user's
+ * program would: a client in this memory, driven by kr_client_fds and
+ * kr_client_process from the loop below. The checks read its insides
+ * through client.h.
+ */
+#define SIM_MEMORY (KR_ARENA_BYTES + 2u * 1024u * 1024u)
+static char mem[SIM_MEMORY] __attribute__((aligned(16)));
+static struct kr_client *client;
 static struct kr_resource resources[KR_MAX_RESOURCES];
-static struct kr_reflect top;
-static struct kr_auth auth;
-static struct kr_store store;
-static struct kr_loop loop;
+static struct kr_reflect *top;
+static struct kr_store *store;
 static char expect_buf[KR_SIM_OBJECT_MAX];
 
 /* The stream's view of one object, folded from the events. */
@@ -151,7 +154,6 @@ static void violation(int property, const char *fmt, ...)
 	vsnprintf(t.why, sizeof(t.why), fmt, ap);
 	va_end(ap);
 	kr_sim_trace("PROPERTY FAILED: %s: %s", property_names[property], t.why);
-	loop.stop = 1;
 }
 
 static uint64_t fnv(const char *p, size_t n)
@@ -233,7 +235,7 @@ static void on_event(void *arg, const struct kr_event *ev)
 
 			/* Present but not held: counted, though the stream was told it is gone. */
 			n += t.fold[i][k].present ||
-			     (kr_store_get(&store, i, key, kr_sim_key_len(type, k), &v) && !v.held);
+			     (kr_store_get(store, i, key, kr_sim_key_len(type, k), &v) && !v.held);
 		}
 		if ((size_t)n != ev->count)
 			violation(3, "SYNCED %s at %s counts %zu objects, the stream holds %d", ev->resource, ev->rv,
@@ -531,11 +533,11 @@ static void poll_hook(void *arg)
 	int i;
 
 	(void)arg;
-	for (i = 0; i < top.nrefl; i++) {
-		if (top.refl[i].conn.src.fd >= 0)
-			kr_sim_tag(top.refl[i].conn.src.fd, i);
-		if (top.refl[i].conn.resolve_fd >= 0)
-			kr_sim_tag(top.refl[i].conn.resolve_fd, i);
+	for (i = 0; i < top->nrefl; i++) {
+		if (top->refl[i].conn.src.fd >= 0)
+			kr_sim_tag(top->refl[i].conn.src.fd, i);
+		if (top->refl[i].conn.resolve_fd >= 0)
+			kr_sim_tag(top->refl[i].conn.resolve_fd, i);
 	}
 	take_observations();
 	if (now == t.last_now) {
@@ -578,7 +580,7 @@ static void scenario_defaults(struct scenario *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	kr_reflector_opts_default(&sc->opts);
-	sc->arena_bytes = sizeof(arena);
+	sc->arena_bytes = KR_ARENA_BYTES;
 	sc->quiet1_ms = 8 * MINUTE_MS;
 	sc->quiet2_ms = 2 * MINUTE_MS;
 }
@@ -621,9 +623,36 @@ static void choose_scenario(struct scenario *sc)
 		kr_sim_auth_setup();
 	/* The arena: the build's, or one that compacts often, or one too small for everything. */
 	r = kr_sim_below(100);
-	sc->arena_bytes = r < 55 ? sizeof(arena) : r < 80 ? (size_t)kr_sim_range(512 * 1024, 2048 * 1024)
+	sc->arena_bytes = r < 55 ? KR_ARENA_BYTES : r < 80 ? (size_t)kr_sim_range(512 * 1024, 2048 * 1024)
 			  : (size_t)kr_sim_range(128 * 1024, 512 * 1024);
 	sc->chaos_ms = kr_sim_range(20 * MINUTE_MS, 150 * MINUTE_MS);
+}
+
+/* One pass of a host's loop around the client: its descriptors out, readiness back in. */
+static int host_pass(int max_wait_ms)
+{
+	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
+	struct kr_pollfd pf[KR_CLIENT_MAX_FDS];
+	int i, n, wait;
+
+	n = kr_client_fds(client, fds, KR_CLIENT_MAX_FDS, &wait);
+	if (n < 0)
+		return n;
+	if (wait < 0 || wait > max_wait_ms)
+		wait = max_wait_ms;
+	for (i = 0; i < n; i++) {
+		pf[i].fd = fds[i].fd;
+		pf[i].want = (short)((fds[i].events & KR_POLLIN ? KR_POLL_IN : 0) |
+				     (fds[i].events & KR_POLLOUT ? KR_POLL_OUT : 0));
+		pf[i].got = 0;
+	}
+	if (kr_port_poll(pf, n, wait) < 0)
+		return KR_EIO;
+	for (i = 0; i < n; i++)
+		fds[i].revents = (short)((pf[i].got & KR_POLL_IN ? KR_POLLIN : 0) |
+					 (pf[i].got & KR_POLL_OUT ? KR_POLLOUT : 0) |
+					 (pf[i].got & KR_POLL_ERR ? KR_POLLERR : 0));
+	return kr_client_process(client, fds, n);
 }
 
 /* Runs the loop until virtual time `until`. 0, or -1 when a property failed. */
@@ -632,7 +661,7 @@ static int run_until(kr_ms_t until)
 	while (!t.failed && kr_port_now_ms() < until) {
 		kr_ms_t left = until - kr_port_now_ms();
 
-		if (kr_loop_once(&loop, left > INT_MAX ? INT_MAX : (int)left) < 0)
+		if (host_pass(left > INT_MAX ? INT_MAX : (int)left) < 0)
 			violation(0, "the loop failed at %.3f s: %s", (double)kr_port_now_ms() / 1000.0,
 				  kr_port_last_error());
 	}
@@ -658,7 +687,7 @@ static size_t steady_bytes(void)
 				continue;
 			snprintf(rv, sizeof(rv), "%llu", (unsigned long long)v->rv);
 			/* Objects present but not held (a small arena) have a record without bytes. */
-			sum += KR_STORE_RECORD_SIZE(kr_store_get(&store, i, key, strlen(key), &view) && !view.held
+			sum += KR_STORE_RECORD_SIZE(kr_store_get(store, i, key, strlen(key), &view) && !view.held
 						    ? 0 : expected(type, slot, v), strlen(key), strlen(rv), 36);
 		}
 	}
@@ -672,10 +701,10 @@ static void check_mirror(void)
 
 	/* Liveness: every resource synced and watching again. */
 	for (i = 0; i < t.sc.nres && !t.failed; i++)
-		if (!top.refl[i].synced || top.refl[i].phase != KR_PH_WATCH)
+		if (!top->refl[i].synced || top->refl[i].phase != KR_PH_WATCH)
 			violation(0, "%s has not recovered after the quiet period: %s, phase %d, last failure '%s'",
-				  top.refl[i].res.name, top.refl[i].synced ? "synced" : "never synced",
-				  (int)top.refl[i].phase, top.refl[i].conn.reason);
+				  top->refl[i].res.name, top->refl[i].synced ? "synced" : "never synced",
+				  (int)top->refl[i].phase, top->refl[i].conn.reason);
 	if (!t.failed && kr_sim_open_descriptors() > t.sc.nres)
 		violation(0, "%d descriptors open for %d connections", kr_sim_open_descriptors(), t.sc.nres);
 	if (!t.failed && kr_sim_obs_lost())
@@ -694,38 +723,38 @@ static void check_mirror(void)
 			struct kr_store_view view;
 			struct folded *f = &t.fold[i][slot];
 			char rv[32];
-			int have = kr_store_get(&store, i, key, strlen(key), &view);
+			int have = kr_store_get(store, i, key, strlen(key), &view);
 			size_t n;
 
 			snprintf(rv, sizeof(rv), "%llu", (unsigned long long)v->rv);
 			count += (size_t)want_present;
 			if (have != want_present) {
-				violation(1, "%s %s: the mirror %s it, the server %s", top.refl[i].res.name, key,
+				violation(1, "%s %s: the mirror %s it, the server %s", top->refl[i].res.name, key,
 					  have ? "holds" : "lacks", want_present ? "has it at rv " : "does not have it");
 				if (want_present)
 					snprintf(t.why + strlen(t.why), sizeof(t.why) - strlen(t.why), "%s", rv);
 				break;
 			}
 			if (want_present && strcmp(view.rv, rv) != 0) {
-				violation(1, "%s %s: the mirror holds rv %s, the server rv %s", top.refl[i].res.name, key,
+				violation(1, "%s %s: the mirror holds rv %s, the server rv %s", top->refl[i].res.name, key,
 					  view.rv, rv);
 				break;
 			}
 			if (want_present && !view.held) {
 				/* Allowed only when the seed chose an arena too small for everything; the
 				 * stream was told it is gone (DELETED) until it can be held again. */
-				if (t.sc.arena_bytes == sizeof(arena)) {
+				if (t.sc.arena_bytes == KR_ARENA_BYTES) {
 					violation(1, "%s %s rv %s is present but not held in a %zu-byte arena",
-						  top.refl[i].res.name, key, rv, t.sc.arena_bytes);
+						  top->refl[i].res.name, key, rv, t.sc.arena_bytes);
 					break;
 				}
 				if (f->present)
 					violation(2, "%s %s is not held, yet the stream was not told it is gone",
-						  top.refl[i].res.name, key);
+						  top->refl[i].res.name, key);
 				continue;
 			}
 			if (f->present != want_present) {
-				violation(2, "%s %s: the folded stream %s it, the server %s", top.refl[i].res.name, key,
+				violation(2, "%s %s: the folded stream %s it, the server %s", top->refl[i].res.name, key,
 					  f->present ? "holds" : "lacks", want_present ? "has it" : "does not");
 				break;
 			}
@@ -733,45 +762,45 @@ static void check_mirror(void)
 				continue;
 			if (!same_bytes(type, slot, v, view.obj, view.objlen)) {
 				violation(1, "%s %s rv %s: the mirror's bytes differ from the server's (%s)",
-					  top.refl[i].res.name, key, rv, view.held ? "held" : "not held");
+					  top->refl[i].res.name, key, rv, view.held ? "held" : "not held");
 				break;
 			}
 			n = expected(type, slot, v);
 			if (strcmp(f->rv, rv) != 0 || f->len != n || f->hash != fnv(expect_buf, n))
 				violation(2, "%s %s: the folded stream holds rv %s (%zu bytes), the server rv %s (%zu bytes)",
-					  top.refl[i].res.name, key, f->rv, f->len, rv, n);
+					  top->refl[i].res.name, key, f->rv, f->len, rv, n);
 		}
-		if (!t.failed && kr_store_count(&store, i) != count)
-			violation(1, "%s: the mirror holds %zu objects, the server %zu", top.refl[i].res.name,
-				  kr_store_count(&store, i), count);
+		if (!t.failed && kr_store_count(store, i) != count)
+			violation(1, "%s: the mirror holds %zu objects, the server %zu", top->refl[i].res.name,
+				  kr_store_count(store, i), count);
 	}
 }
 
 /* (5): live bytes after 8 quiet minutes (live1) and now equal what the state needs. */
 static void check_memory(size_t live1)
 {
-	size_t live2 = store.used - store.garbage, want = steady_bytes();
+	size_t live2 = store->used - store->garbage, want = steady_bytes();
 	const char *why = NULL;
 
 	if (!t.failed && (live1 != want || live2 != want))
 		violation(5, "live arena bytes %zu after 8 quiet minutes and %zu at the end; the final state needs %zu",
 			  live1, live2, want);
-	if (!t.failed && kr_store_check(&store, &why) != 0)
+	if (!t.failed && kr_store_check(store, &why) != 0)
 		violation(5, "the store is inconsistent: %s", why);
-	t.compactions = store.compactions;    /* kreflect's own, not the one below */
+	t.compactions = store->compactions;    /* kreflect's own, not the one below */
 	if (!t.failed) {
-		kr_store_compact(&store);
-		if (store.used != want || store.garbage != 0)
+		kr_store_compact(store);
+		if (store->used != want || store->garbage != 0)
 			violation(5, "after compaction the arena uses %zu bytes (%zu garbage); the state needs %zu",
-				  store.used, store.garbage, want);
+				  store->used, store->garbage, want);
 	}
 }
 
 /* One run: a random seed (rg NULL) or a directed regression scenario. */
 static int run_world(uint64_t seed, const struct regression *rg)
 {
-	struct kr_conn_cfg cfg;
-	struct kr_sink sink = { on_event, NULL };
+	struct kr_config cfg;
+	char err[256];
 	size_t live1;
 	int i, r;
 
@@ -812,42 +841,55 @@ static int run_world(uint64_t seed, const struct regression *rg)
 			     st->rv0_ignores_limit, st->list_chunked, st->keepalive_close_ms, st->latency_min_ms,
 			     st->latency_max_ms, st->require_auth ? "required, rotating" : "not required");
 	}
-	memset(&cfg, 0, sizeof(cfg));
-	snprintf(cfg.host, sizeof(cfg.host), "kube.sim");
-	cfg.port = 6443;
-	kr_store_init(&store, arena, t.sc.arena_bytes, entries, KR_MAX_OBJECTS, buckets, KR_STORE_BUCKETS,
-		      KR_STORE_RESERVE);
-	kr_loop_init(&loop);
-	if (kr_loop_signals(&loop, NULL, NULL) != 0) {
-		fprintf(stderr, "sim: unable to open the signal descriptor\n");
+	kr_config_init(&cfg);
+	cfg.server = "http://kube.sim:6443";
+	cfg.no_auto_source = 1;
+	cfg.token_file = t.sc.auth ? KR_SIM_TOKEN_FILE : NULL;
+	cfg.max_objects = 4096;
+	cfg.arena_bytes = t.sc.arena_bytes;
+	cfg.log_level = t.verbose ? 3 : -1;
+	if (kr_client_memory(&cfg) > sizeof(mem) ||
+	    kr_client_init(&client, mem, sizeof(mem), &cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sim: unable to set up the client: %s\n", err);
 		exit(2);
 	}
+	/* Settings kr_config does not name (short watch timeouts, forced pages) go in directly. */
+	*kr_client_opts(client) = t.sc.opts;
+	for (i = 0; i < t.sc.nres; i++) {
+		struct kr_resource_spec spec;
+
+		memset(&spec, 0, sizeof(spec));
+		spec.name = resources[i].name;
+		spec.ns = resources[i].ns;
+		spec.all_namespaces = resources[i].all_namespaces;
+		spec.label_selector = resources[i].label_selector;
+		if (kr_client_add(client, &spec, err, sizeof(err)) != i) {
+			fprintf(stderr, "sim: unable to add %s: %s\n", resources[i].name, err);
+			exit(2);
+		}
+	}
+	if (kr_loop_signals(kr_client_loop(client), NULL, NULL) != 0 ||
+	    kr_client_on_event(client, on_event, NULL) != 0) {
+		fprintf(stderr, "sim: unable to set up the signal descriptor or the event callback\n");
+		exit(2);
+	}
+	kr_sim_set_poll_hook(poll_hook, NULL);
 	/* Each reflector's backoff starts here, as if just reset. */
 	t.start_at = kr_port_now_ms();
 	for (i = 0; i < MAX_RES; i++)
 		t.att[i].reset_at = t.start_at;
-	r = kr_reflect_init(&top, &loop, &store, &cfg, &t.sc.opts, reflectors, resources, t.sc.nres);
+	r = kr_client_start(client, err, sizeof(err));
 	if (r != 0) {
-		fprintf(stderr, "sim: unable to set up the reflector: %s\n", kr_strerror(r));
+		fprintf(stderr, "sim: unable to start the client: %s\n", err);
 		exit(2);
 	}
-	if (t.sc.auth) {
-		kr_auth_init(&auth);
-		r = kr_auth_set_file(&auth, KR_SIM_TOKEN_FILE);
-		if (r != 0) {
-			fprintf(stderr, "sim: unable to read the token file: %s\n", kr_strerror(r));
-			exit(2);
-		}
-		top.auth = &auth;
-	}
-	kr_reflect_add_sink(&top, &sink);
-	kr_sim_set_poll_hook(poll_hook, NULL);
-	kr_reflect_start(&top);
+	top = kr_client_reflect(client);
+	store = kr_client_store(client);
 	if (t.sc.chaos_ms > 0)
 		kr_sim_chaos_start(0, t.sc.chaos_ms);
 	live1 = 0;
 	if (run_until(t.sc.chaos_ms + t.sc.quiet1_ms) == 0) {
-		live1 = store.used - store.garbage;
+		live1 = store->used - store->garbage;
 		check_mirror();
 		if (!t.failed && run_until(t.sc.chaos_ms + t.sc.quiet1_ms + t.sc.quiet2_ms) == 0) {
 			check_mirror();
@@ -855,20 +897,20 @@ static int run_world(uint64_t seed, const struct regression *rg)
 		}
 	}
 	if (!t.failed && rg && rg->check) {
-		const char *why = rg->check(&top);
+		const char *why = rg->check(top);
 
 		if (why)
 			violation(0, "%s", why);
 	}
 	if (!t.compactions)
-		t.compactions = store.compactions;
+		t.compactions = store->compactions;
 	for (i = 0; i < t.sc.nres; i++) {
-		total.tail_waits += reflectors[i].tail_waits;
-		total.tail_yields += reflectors[i].tail_yields;
-		total.tail_cuts += reflectors[i].tail_cuts;
-		total.tail_rereads += reflectors[i].tail_rereads;
+		total.tail_waits += top->refl[i].tail_waits;
+		total.tail_yields += top->refl[i].tail_yields;
+		total.tail_cuts += top->refl[i].tail_cuts;
+		total.tail_rereads += top->refl[i].tail_rereads;
 	}
-	kr_reflect_stop(&top);
+	kr_client_stop(client);
 	if (!t.failed && kr_sim_open_descriptors() != 0)
 		violation(0, "%d descriptors still open after every connection was closed", kr_sim_open_descriptors());
 	kr_sim_set_poll_hook(NULL, NULL);
@@ -886,7 +928,7 @@ static int run_world(uint64_t seed, const struct regression *rg)
 	total.waits_capped += t.waits_capped;
 	total.sim_hours += (double)kr_port_now_ms() / 3600000.0;
 	total.compactions += t.compactions;
-	total.not_held += store.not_held;
+	total.not_held += store->not_held;
 	if (t.failed) {
 		total.failed++;
 		if (rg) {
