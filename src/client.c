@@ -39,6 +39,7 @@ struct kr_client {
 	uint32_t magic;
 	int state;
 	int in_callback;               /* >0 while a user callback runs */
+	int started;                   /* the store and the reflectors were set up */
 	int stop_asked;
 	struct kr_config cfg;          /* the caller's; strings not kept past start */
 	size_t max_objects, arena_bytes, nbuckets;
@@ -786,6 +787,7 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 		kr_reflect_add_sink(&c->top, &sink);
 	}
 	c->state = ST_STARTED;
+	c->started = 1;
 	kr_reflect_start(&c->top);
 	return 0;
 }
@@ -886,7 +888,7 @@ int kr_client_get(struct kr_client *c, int res, const char *key, struct kr_objec
 
 	if (!valid(c) || !key || !out || res < 0 || res >= c->nres)
 		return KR_EINVAL;
-	if (c->state == ST_INIT)
+	if (!c->started)
 		return KR_ESTATE;
 	if (!kr_store_get(&c->store, res, key, strlen(key), &v))
 		return KR_ENOENT;
@@ -916,7 +918,7 @@ int kr_client_foreach(struct kr_client *c, int res, void (*fn)(void *arg, const 
 
 	if (!valid(c) || !fn || res >= c->nres)
 		return KR_EINVAL;
-	if (c->state == ST_INIT)
+	if (!c->started)
 		return KR_ESTATE;
 	e.fn = fn;
 	e.arg = arg;
@@ -934,7 +936,8 @@ int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
 		return KR_EINVAL;
 	memset(st, 0, sizeof(*st));
 	st->resource = c->res[res].name;
-	if (c->state == ST_INIT) {
+	if (!c->started) {
+		st->state = c->state == ST_STOPPED ? KR_STATE_STOPPED : KR_STATE_STARTING;
 		st->last_rv = "";
 		st->reason = "";
 		return 0;
@@ -970,7 +973,7 @@ int kr_client_ready(struct kr_client *c)
 {
 	if (!valid(c))
 		return KR_EINVAL;
-	if (c->state == ST_INIT)
+	if (!c->started)
 		return 0;
 	return kr_reflect_ready(&c->top);
 }
@@ -984,12 +987,12 @@ struct kr_loop *kr_client_loop(struct kr_client *c)
 
 struct kr_reflect *kr_client_reflect(struct kr_client *c)
 {
-	return valid(c) && c->state != ST_INIT ? &c->top : NULL;
+	return valid(c) && c->started ? &c->top : NULL;
 }
 
 struct kr_store *kr_client_store(struct kr_client *c)
 {
-	return valid(c) && c->state != ST_INIT ? &c->store : NULL;
+	return valid(c) && c->started ? &c->store : NULL;
 }
 
 struct kr_reflector_opts *kr_client_opts(struct kr_client *c)

@@ -1,0 +1,254 @@
+/*
+ * Fuzzes the public API (kreflect.h) with random call sequences: every call
+ * in every state, from inside callbacks too, with NULLs, bad indexes, small
+ * buffers and made-up readiness. Besides never crashing, each answer must be
+ * one the header allows for that call in that state: KR_EINVAL for bad
+ * arguments, KR_ESTATE for the wrong state or a callback, and the client's
+ * state must hold together (after stop, nothing is polled).
+ *
+ * The server is 127.0.0.1 port 1: every connection is refused at once, so the
+ * client backs off, the state callback runs, and nothing waits.
+ *
+ * Input: a sequence of (opcode, argument) byte pairs.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "kreflect_config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char mem[2u << 20] __attribute__((aligned(16)));
+
+enum { NONE, INIT, STARTED, STOPPED };
+
+static struct {
+	struct kr_client *c;
+	int state;
+	int in_cb;                     /* the fuzz input's nested calls run from here */
+	int discovery;                 /* a name left for discovery was added: start may fail */
+	const uint8_t *data;
+	size_t size, at;
+} f;
+
+static const char *const names[] = {
+	"configmaps", "cm", "secrets", "deployments.apps", "apps/v1/deployments", "pods",
+	"", "a b", "v1/", "x/y/z/w", "no such",
+};
+static const char obj[] = "{\"metadata\":{\"name\":\"a\",\"labels\":{\"k\":\"v\"}},\"data\":{\"x\":\"\\u00e9\",\"n\":12}}";
+
+static void fail(const char *what, int got)
+{
+	fprintf(stderr, "fuzz_api: %s answered %d in state %d (callback %d)\n", what, got, f.state, f.in_cb);
+	abort();
+}
+
+static void expect(const char *what, int got, int ok1, int ok2)
+{
+	if (got != ok1 && got != ok2)
+		fail(what, got);
+}
+
+static void step(uint8_t op, uint8_t arg);
+
+/* A callback runs the next few operations from inside it. */
+static void nested(void)
+{
+	int n = 3;
+
+	if (f.in_cb)
+		return;
+	f.in_cb = 1;
+	while (n-- > 0 && f.at + 1 < f.size) {
+		uint8_t op = f.data[f.at], arg = f.data[f.at + 1];
+
+		f.at += 2;
+		step(op, arg);
+	}
+	f.in_cb = 0;
+}
+
+static void on_event(void *arg, const struct kr_event *ev)
+{
+	(void)arg;
+	if (!ev || !ev->resource)
+		fail("an event without a resource", -100);
+	nested();
+}
+
+static void on_state(void *arg, const struct kr_state_change *st)
+{
+	(void)arg;
+	if (!st || !st->resource || !st->reason)
+		fail("a state change without a resource or reason", -100);
+	nested();
+}
+
+static void each(void *arg, const struct kr_object *o)
+{
+	(void)arg;
+	if (!o->key || !o->rv)
+		fail("an object without a key", -100);
+}
+
+static void step(uint8_t op, uint8_t arg)
+{
+	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
+	struct kr_resource_spec spec;
+	struct kr_config cfg;
+	struct kr_object o;
+	struct kr_status st;
+	char err[128], buf[16];
+	int r, t, i, live = f.state == STARTED && !f.in_cb;
+
+	switch (op % 14) {
+	case 0:                            /* a new client (the old one is dropped as it is) */
+		if (f.in_cb)
+			return;
+		if (f.c)
+			kr_client_stop(f.c);
+		kr_config_init(&cfg);
+		cfg.server = arg & 1 ? "http://127.0.0.1:1" : (arg & 2 ? "ftp://x" : NULL);
+		cfg.no_auto_source = 1;
+		cfg.log_level = -1;
+		cfg.max_objects = arg & 4 ? 16 : (size_t)KR_MAX_OBJECTS_CEILING + (arg & 8);
+		cfg.arena_bytes = 128u * 1024u;
+		cfg.page_size = arg & 16 ? -1 : 0;
+		r = kr_client_init(&f.c, mem, (arg & 32) ? 1000 : sizeof(mem), &cfg, err, sizeof(err));
+		if (r == 0) {
+			if (!(arg & 1) || !(arg & 4) || (arg & 16) || (arg & 32))
+				fail("kr_client_init of a bad configuration", r);
+			f.state = INIT;
+		} else {
+			expect("kr_client_init", r, KR_EINVAL, KR_ENOSPC);
+			f.c = NULL;
+			f.state = NONE;
+		}
+		f.discovery = 0;
+		return;
+	case 1:
+		i = arg % (sizeof(names) / sizeof(names[0]));
+		r = kr_client_add_resource(f.c, names[i], err, sizeof(err));
+		if (!f.c)
+			expect("kr_client_add_resource(NULL)", r, KR_EINVAL, KR_EINVAL);
+		else if (f.state != INIT || f.in_cb)
+			expect("kr_client_add_resource after start", r, KR_ESTATE, KR_EINVAL);
+		else if (r < 0 && r != KR_EINVAL && r != KR_ENOSPC && r != KR_ENOENT)
+			fail("kr_client_add_resource", r);
+		if (r >= 0 && i > 5)
+			f.discovery = 1;
+		return;
+	case 2:
+		memset(&spec, 0, sizeof(spec));
+		spec.name = arg & 1 ? "configmaps" : NULL;
+		spec.ns = arg & 2 ? "" : (arg & 4 ? "edge" : NULL);
+		spec.label_selector = arg & 8 ? "a=b" : NULL;
+		spec.all_namespaces = arg & 16;
+		r = kr_client_add(f.c, arg & 32 ? NULL : &spec, err, sizeof(err));
+		if (r >= 0 && (!f.c || f.state != INIT || f.in_cb || !(arg & 1) || (arg & 2) || (arg & 32)))
+			fail("kr_client_add that must fail", r);
+		return;
+	case 3:
+		r = kr_client_on_event(f.c, arg & 1 ? on_event : NULL, NULL);
+		if (r == 0 && (!f.c || !(arg & 1) || f.in_cb))
+			fail("kr_client_on_event that must fail", r);
+		return;
+	case 4:
+		r = kr_client_on_state(f.c, arg & 1 ? on_state : NULL, NULL);
+		if (r == 0 && (!f.c || f.in_cb))
+			fail("kr_client_on_state that must fail", r);
+		return;
+	case 5:
+		t = f.state;
+		r = kr_client_start(f.c, err, sizeof(err));
+		if (r == 0) {
+			if (t != INIT || f.in_cb)
+				fail("kr_client_start in the wrong state", r);
+			if (f.state == INIT)       /* unless a callback inside it stopped it */
+				f.state = STARTED;
+		} else if (f.c && t == INIT && !f.in_cb && !f.discovery) {
+			fail("kr_client_start of a fresh client", r);   /* no discovery: it cannot fail */
+		}
+		return;
+	case 6:
+		r = kr_client_fds(f.c, fds, arg % (KR_CLIENT_MAX_FDS + 1), arg & 64 ? NULL : &t);
+		if (r >= 0 && (!f.c || f.state == INIT || f.state == NONE || f.in_cb || (arg & 64)))
+			fail("kr_client_fds that must fail", r);
+		if (r > 0 && f.state == STOPPED)
+			fail("kr_client_fds after stop", r);
+		return;
+	case 7:                            /* readiness, real or made up */
+		r = live ? kr_client_fds(f.c, fds, KR_CLIENT_MAX_FDS, &t) : 0;
+		if (r < 0)
+			r = 0;
+		for (i = 0; i < r; i++)
+			fds[i].revents = (short)(arg & 7);
+		if (arg & 8) {
+			fds[r].fd = arg >> 4;
+			fds[r].events = KR_POLLIN;
+			fds[r].revents = (short)((arg >> 1) & 7);
+			r++;
+		}
+		r = kr_client_process(f.c, fds, r);
+		if (r >= 0 && (!f.c || f.state == INIT || f.state == NONE || f.in_cb))
+			fail("kr_client_process that must fail", r);
+		return;
+	case 8:
+		r = kr_client_stop(f.c);
+		if (f.c) {
+			expect("kr_client_stop", r, 0, 0);
+			f.state = STOPPED;
+		}
+		return;
+	case 9:
+		r = kr_client_get(f.c, (int)(arg % 4) - 1, arg & 4 ? "default/a" : "", &o);
+		if (r == 0 && (!o.key || !o.rv))
+			fail("kr_client_get gave an empty view", r);
+		return;
+	case 10:
+		r = kr_client_foreach(f.c, (int)(arg % 4) - 1, arg & 4 ? each : NULL, NULL);
+		if (r >= 0 && (!f.c || !(arg & 4)))
+			fail("kr_client_foreach that must fail", r);
+		return;
+	case 11:
+		r = kr_client_status(f.c, (int)(arg % 10) - 1, &st);
+		if (r == 0 && (!st.resource || !st.last_rv || !st.reason))
+			fail("kr_client_status left a string NULL", r);
+		(void)kr_client_ready(f.c);
+		(void)kr_client_resources(f.c);
+		(void)kr_client_resource_name(f.c, (int)(arg % 10) - 1);
+		return;
+	case 12:
+		r = kr_object_field(obj, (arg & 1) ? sizeof(obj) - 1 : (size_t)(arg >> 1) % sizeof(obj),
+				    arg & 2 ? "data.x" : "metadata.labels.k", buf, (size_t)(arg >> 4));
+		if (r > 0 && (size_t)r >= (size_t)(arg >> 4))
+			fail("kr_object_field wrote past its buffer", r);
+		return;
+	case 13:                           /* run: only where it returns at once */
+		if (f.state == STARTED && !f.in_cb)
+			return;
+		r = kr_client_run(f.c);
+		if (r == 0 && (!f.c || f.state == INIT || f.state == NONE || f.in_cb))
+			fail("kr_client_run that must fail", r);
+		return;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	memset(&f, 0, sizeof(f));
+	f.data = data;
+	f.size = size;
+	while (f.at + 1 < f.size) {
+		uint8_t op = f.data[f.at], arg = f.data[f.at + 1];
+
+		f.at += 2;
+		step(op, arg);
+	}
+	if (f.c)
+		kr_client_stop(f.c);       /* closes every connection: nothing leaks into the next input */
+	return 0;
+}
