@@ -11,6 +11,7 @@ The last line is "N passed, N failed".
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -53,6 +54,22 @@ def main():
     if p.returncode != 0:
         print("%d passed, %d failed" % (passed, failed))
         return 1
+    # make install puts the same things where a user's build finds them.
+    dest = os.path.join(art, "dest")
+    shutil.rmtree(dest, ignore_errors=True)
+    p = subprocess.run(["make", "--no-print-directory", "install", "PREFIX=/usr", "DESTDIR=" + dest],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    pc = os.path.join(dest, "usr", "lib", "pkgconfig")
+    installed = [os.path.join(dest, "usr", f) for f in ("include/kreflect.h", "lib/libkreflect.a",
+                                                          "lib/libkreflect-mbedtls.a", "lib/pkgconfig/kreflect.pc")]
+    result(p.returncode == 0 and all(os.path.isfile(f) for f in installed),
+           "make install PREFIX=/usr DESTDIR=... installs the header, both archives and the .pc (%s)"
+           % (p.stderr.strip()[-200:] or "ok"))
+    line2 = cmds[0].replace("PKG_CONFIG_PATH=build", "PKG_CONFIG_PATH=%s PKG_CONFIG_SYSROOT_DIR=%s"
+                            % (shlex.quote(pc), shlex.quote(dest)))
+    p = subprocess.run(line2 + " -o app-installed", shell=True, cwd=art, capture_output=True, text=True,
+                       timeout=300)
+    result(p.returncode == 0, "it builds against the installed copy too (%s)" % (p.stderr.strip()[-300:] or "ok"))
     srv = ServerProcess(workdir=os.path.join(art, "server"))
     try:
         for i in range(3):
