@@ -7,6 +7,7 @@
  *   gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,12 +28,18 @@ struct settings {
 
 static struct settings now = { "info", 60, 1, "" };
 static volatile sig_atomic_t stopping;
+static int wake[2] = { -1, -1 };       /* self-pipe: a signal wakes poll() */
 static char mem[16u << 20] __attribute__((aligned(16)));
 
 static void on_term(int sig)
 {
+	int e = errno;
+
 	(void)sig;
 	stopping = 1;
+	if (write(wake[1], "", 1) < 0)
+		stopping = 1;              /* the pipe is full: poll wakes already */
+	errno = e;
 }
 
 /* Reads the three settings; a bad or missing one keeps the value in force. */
@@ -100,7 +107,7 @@ int main(int argc, char **argv)
 {
 	const char *kubeconfig = NULL, *ns = NULL, *name = NULL, *sock = NULL;
 	struct kr_client_fd kfd[KR_CLIENT_MAX_FDS];
-	struct pollfd pfd[KR_CLIENT_MAX_FDS + 1];
+	struct pollfd pfd[KR_CLIENT_MAX_FDS + 2];
 	struct kr_resource_spec spec = { 0 };
 	struct kr_client *c;
 	struct kr_config cfg;
@@ -121,6 +128,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH\n");
 		return 2;
 	}
+	if (pipe(wake) != 0 || fcntl(wake[1], F_SETFL, O_NONBLOCK) != 0)
+		return 1;
 	signal(SIGTERM, on_term);
 	signal(SIGPIPE, SIG_IGN);
 	kr_config_init(&cfg);
@@ -151,10 +160,15 @@ int main(int argc, char **argv)
 			pfd[i].events = (short)((kfd[i].events & KR_POLLIN ? POLLIN : 0) |
 						(kfd[i].events & KR_POLLOUT ? POLLOUT : 0));
 		}
-		pfd[n].fd = lfd;                       /* the firmware's own descriptor */
+		pfd[n].fd = lfd;                       /* the firmware's own descriptors */
 		pfd[n].events = POLLIN;
-		if (poll(pfd, (nfds_t)n + 1, t) < 0 && errno != EINTR)
-			return 1;
+		pfd[n + 1].fd = wake[0];
+		pfd[n + 1].events = POLLIN;
+		if (poll(pfd, (nfds_t)n + 2, t) < 0) {
+			if (errno != EINTR)
+				return 1;
+			continue;                      /* revents are stale: poll again */
+		}
 		for (i = 0; i < n; i++)
 			kfd[i].revents = (short)((pfd[i].revents & POLLIN ? KR_POLLIN : 0) |
 						 (pfd[i].revents & POLLOUT ? KR_POLLOUT : 0) |
