@@ -77,6 +77,8 @@ case " $* " in
 *" x86_64 "*)
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
+	# kreflect beside client-go's own Reflector on every fault (make peers).
+	run_suite peers python3 tests/peers/test_peers.py
 	run_suite malloc sh tests/malloc/run.sh
 	# The end-to-end suite once more, the host binary under valgrind's memcheck.
 	run_suite e2e/valgrind sh tests/e2e/run.sh valgrind
