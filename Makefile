@@ -493,6 +493,7 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory build/kreflect
 	$(Q)+$(MAKE) --no-print-directory relist-variant
 	$(Q)+$(MAKE) --no-print-directory cross
+	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
 
 target-bench: $(BENCHES)

@@ -128,23 +128,33 @@ class Run:
             time.sleep(gap)
 
     def converge(self, expect_cg_fail=None):
-        """Faults off; one more write; then both mirrors must reach the
-        server's state (client-go's only if it is not expected to fail)."""
+        """Faults off; both mirrors must reach the server's state (client-go's
+        only if it is not expected to fail); then one more change must reach
+        them: each is watching again."""
         if not expect_cg_fail:
             self.wait_faults_taken()
         self.s.ctl.call("/faults/clear")
         self.t_faults_end = time.monotonic()
-        self.s.create("final", {"k": "end"})
-        want = self.s.server_objects()
         # A client known to fail gets a few seconds to prove it wrong.
-        deadline = time.monotonic() + (5 if expect_cg_fail else CONVERGE)
-        pending = {"kreflect": self.kr, "client-go": self.cg}
-        while pending and time.monotonic() < deadline:
-            for n, c in list(pending.items()):
-                if self.s.mirror_rvs(c) == want:
-                    self.converged[n] = time.monotonic() - self.t_faults_end
-                    del pending[n]
-            time.sleep(0.05)
+        t = time.monotonic()
+        deadline = {"kreflect": t + CONVERGE, "client-go": t + (5 if expect_cg_fail else CONVERGE)}
+        for final in (False, True):
+            if final:
+                self.s.create("final", {"k": "end"})
+            want = self.s.server_objects()
+            pending = {n: c for n, c in (("kreflect", self.kr), ("client-go", self.cg))
+                       if not final or n in self.converged}
+            while pending:
+                now = time.monotonic()
+                for n, c in list(pending.items()):
+                    if self.s.mirror_rvs(c) == want:
+                        if not final:
+                            self.converged[n] = now - self.t_faults_end
+                        del pending[n]
+                    elif now > deadline[n]:
+                        self.converged.pop(n, None)
+                        del pending[n]
+                time.sleep(0.05)
         for n, c in (("kreflect", self.kr), ("client-go", self.cg)):
             _, anomalies = c.mirror()
             check(not anomalies, "%s's events do not fold cleanly: %s" % (n, "; ".join(anomalies[:3])))
@@ -210,19 +220,23 @@ def scenario(name, modes=("wl", "list"), note=""):
 
 
 def after_sync(*faults, writes=6, drop=True):
-    """The common shape: sync, give each client the faults, cut the watches so
-    that the next requests meet them, change objects meanwhile."""
+    """The common shape: sync, changes on the open watches, then give each
+    client the faults and cut the watches so that the next requests meet them.
+    No change lands while they recover: a relist a moment earlier or later
+    would see another number of objects and events, and the bytes compared
+    would measure the timing, not the client (deletions-while-away and
+    compaction-410 change objects while both are away)."""
     def body(r):
         r.start()
         r.synced()
         # Past client-go's "very short watch" second: a watch cut sooner, with
         # no event, makes client-go relist, which is not this scenario's fault.
         time.sleep(1.2)
+        r.writes(writes)
         for f in faults:
             r.fault(**f)
         if drop:
             r.s.ctl.call("/drop-watches")
-        r.writes(writes)
         time.sleep(0.5)
         r.converge()
     return body
@@ -239,6 +253,7 @@ def at_start(*faults, writes=4):
         r.writes(writes)
         r.converge()
     return body
+
 
 
 PLAIN = [
@@ -341,7 +356,7 @@ scenario("wl-bookmark-false", modes=("wl",), note="client-go known to hang")(wl_
 # ------------------------------------------------------------------ random schedule
 
 # Faults a random schedule picks from: each is given to both clients, then the
-# watches are cut so that their next requests meet it.
+# watches are cut so that their next requests meet it; changes land all along.
 RANDOM_FAULTS = [
     {"kind": "close_after", "bytes": 500, "watch": True},
     {"kind": "close_after", "bytes": 300, "reset": True},
@@ -386,9 +401,19 @@ def random_schedule(seed):
                     f["seed"] = rng.randrange(1 << 30)
                 r.fault(**f)
                 plan.append(f["kind"])
-                if rng.random() < 0.6:
-                    r.s.ctl.call("/drop-watches")
-                    plan.append("drop")
+                r.s.ctl.call("/drop-watches")     # the next requests meet it
+                # One fault at a time, met by both: the next one only once each
+                # client took this one and watches again. Otherwise a client in
+                # a longer backoff meets several faults in one request where
+                # the other meets them one by one, and they are no longer
+                # compared on the same faults.
+                if f.get("count", 1) > 0:
+                    r.wait_faults_taken(20)
+                r.s.ctl.call("/wait-watches", {"count": 2, "timeout": 30})
+                # ... and past the "very short watch" second of both watches:
+                # cut sooner with no event, a watch means a relist, so the cut
+                # would be judged on when each client came back, not how.
+                time.sleep(1.2)
             elif rng.random() < 0.05:
                 r.s.ctl.call("/compact")
                 plan.append("compact")
