@@ -221,11 +221,10 @@ def scenario(name, modes=("wl", "list"), note=""):
 
 def after_sync(*faults, writes=6, drop=True):
     """The common shape: sync, changes on the open watches, then give each
-    client the faults and cut the watches so that the next requests meet them.
-    No change lands while they recover: a relist a moment earlier or later
-    would see another number of objects and events, and the bytes compared
-    would measure the timing, not the client (deletions-while-away and
-    compaction-410 change objects while both are away)."""
+    client the faults, cut the watches so that the next requests meet them,
+    and once both have, three changes. Those land on both streams at once, so
+    the fault meets both at the same event; a relist a moment earlier or later
+    sees another set of objects, which is the cost of relisting."""
     def body(r):
         r.start()
         r.synced()
@@ -237,6 +236,10 @@ def after_sync(*faults, writes=6, drop=True):
             r.fault(**f)
         if drop:
             r.s.ctl.call("/drop-watches")
+        # Changes on the streams that met the fault: a fault "after N events"
+        # needs events, and recovering must bring the ones it cut off.
+        r.wait_faults_taken()
+        r.writes(3, tag="f")
         time.sleep(0.5)
         r.converge()
     return body
