@@ -553,14 +553,19 @@ def main(argv):
     return 0 if failed == 0 else 1
 
 
-def on_signal(sig, frame):
-    e2e.kill_all()
-    os._exit(128 + sig)
-
-
-if __name__ == "__main__":
+def run_as_script(main_fn):
+    """Runs main_fn(argv) as the program: nothing it started outlives it,
+    however it ends."""
     import atexit
+
+    def on_signal(sig, frame):
+        e2e.kill_all()
+        os._exit(128 + sig)
     atexit.register(e2e.kill_all)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main_fn(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    run_as_script(main)

@@ -32,7 +32,6 @@ The last line is "N passed, N failed". Artifacts: build/test/real-clients/.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -376,14 +375,5 @@ def main(argv):
     return 0 if failed == 0 else 1
 
 
-def on_signal(sig, frame):
-    e2e.kill_all()
-    os._exit(128 + sig)
-
-
 if __name__ == "__main__":
-    import atexit
-    atexit.register(e2e.kill_all)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    sys.exit(main(sys.argv[1:]))
+    peers.run_as_script(main)

@@ -152,12 +152,13 @@ func metaAccessor(obj interface{}) (metav1.Object, error) {
 	return nil, fmt.Errorf("not an object: %T", obj)
 }
 
-func (s *printingStore) Add(obj interface{}) error {
-	// A watch may report an ADDED for an object already held (a re-watch that
-	// replays); the store treats it as an update, and so does the output.
+// put is Add and Update: a watch may report an ADDED for an object already
+// held (a re-watch that replays) and the store treats it as an update; the
+// output says what the store did.
+func (s *printingStore) put(obj interface{}, store func(interface{}) error) error {
 	key, _ := cache.MetaNamespaceKeyFunc(obj)
 	_, exists, _ := s.Store.GetByKey(key)
-	if err := s.Store.Add(obj); err != nil {
+	if err := store(obj); err != nil {
 		return err
 	}
 	if exists {
@@ -168,19 +169,8 @@ func (s *printingStore) Add(obj interface{}) error {
 	return nil
 }
 
-func (s *printingStore) Update(obj interface{}) error {
-	key, _ := cache.MetaNamespaceKeyFunc(obj)
-	_, exists, _ := s.Store.GetByKey(key)
-	if err := s.Store.Update(obj); err != nil {
-		return err
-	}
-	if exists {
-		s.o.event("MODIFIED", obj)
-	} else {
-		s.o.event("ADDED", obj)
-	}
-	return nil
-}
+func (s *printingStore) Add(obj interface{}) error    { return s.put(obj, s.Store.Add) }
+func (s *printingStore) Update(obj interface{}) error { return s.put(obj, s.Store.Update) }
 
 func (s *printingStore) Delete(obj interface{}) error {
 	key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
