@@ -38,6 +38,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
+sys.dont_write_bytecode = True      # nothing written into the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))

@@ -37,6 +37,7 @@ import sys
 import time
 import traceback
 
+sys.dont_write_bytecode = True      # nothing written into the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
