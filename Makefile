@@ -205,6 +205,7 @@ test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=asan target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin target-tests
+	$(Q)+$(SUBMAKE) peers
 	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
 
 # kreflect's main job against the bundled test API server (see tests/demo/run.sh).
@@ -337,7 +338,7 @@ $(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c config/mbedtls_config.h $(MBEDTLS_O
 
 # --- fetching dependencies ----------------------------------------------------------------
 
-deps: packages mbedtls-src
+deps: packages mbedtls-src peers-deps
 
 # Installs what is missing when root; otherwise says exactly what to run.
 packages:
@@ -384,6 +385,31 @@ $(MBEDTLS_STAMP):
 	cd $(CURDIR) && mv $(APT_DIR)/src/tree $(MBEDTLS_DIR) && \
 	grep -q '"3\.6\.' $(MBEDTLS_DIR)/include/mbedtls/build_info.h && \
 	echo "$$ver" > $@ && echo "  mbedtls $$ver in $(MBEDTLS_DIR)"
+
+# The reference peers from Debian trixie's binary packages (Go 1.24, client-go
+# 0.32 and the closure of its golang-*-dev dependencies, kubectl 1.32), unpacked
+# under $(TRIXIE_DIR) through a private apt configuration (tests/peers/fetch.sh).
+# $(TRIXIE_DIR)/usr/bin/kubectl is kubectl; `make peers` builds
+# build/peers/client-go-peer, client-go's Reflector printing kreflect's lines.
+TRIXIE_DIR ?= $(DEPS)/trixie
+TRIXIE_STAMP := $(TRIXIE_DIR)/.stamp
+GO_ENV := GOROOT=$(abspath $(TRIXIE_DIR))/usr/lib/go-1.24 \
+	GOPATH=$(CURDIR)/build/peers/gopath:$(abspath $(TRIXIE_DIR))/usr/share/gocode \
+	GO111MODULE=off GOPROXY=off GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 \
+	GOCACHE=$(CURDIR)/build/gocache
+.PHONY: peers peers-deps
+peers-deps: $(TRIXIE_STAMP)
+$(TRIXIE_STAMP):
+	$(Q)sh tests/peers/fetch.sh $(TRIXIE_DIR) $(DEBIAN_MIRROR)
+
+peers: build/peers/client-go-peer
+# GOPATH mode needs the package inside a GOPATH: a link to tests/peers/client-go.
+build/peers/client-go-peer: $(wildcard tests/peers/client-go/*) | $(TRIXIE_STAMP)
+	@echo "  GO      $@"
+	$(Q)mkdir -p build/peers/gopath/src/kreflect build/gocache && \
+	ln -sfn $(CURDIR)/tests/peers/client-go build/peers/gopath/src/kreflect/client-go-peer && \
+	$(GO_ENV) $(abspath $(TRIXIE_DIR))/usr/lib/go-1.24/bin/go build -trimpath -ldflags='-s -w' \
+	  -o $@.tmp kreflect/client-go-peer && mv -f $@.tmp $@
 
 # The cross compilers' musl specs do not search /usr/include, so jsmn's header
 # is copied where every target looks.
@@ -535,6 +561,7 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory build/kreflect
 	$(Q)+$(MAKE) --no-print-directory relist-variant
 	$(Q)+$(MAKE) --no-print-directory cross
+	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
 
 target-bench: $(BENCHES)

@@ -79,6 +79,10 @@ case " $* " in
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite readme-library python3 tests/example/readme.py
+	# kreflect beside client-go's own Reflector on every fault (make peers).
+	run_suite peers python3 tests/peers/test_peers.py
+	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).
+	run_suite real-clients python3 tests/peers/test_real_clients.py
 	run_suite malloc sh tests/malloc/run.sh
 	# The end-to-end suite once more, the host binary under valgrind's memcheck.
 	run_suite e2e/valgrind sh tests/e2e/run.sh valgrind

@@ -628,7 +628,7 @@ class ApiConnection:
             "conn": self.cid, "conn_request": self.nreq, "tls": self.t.version,
             "user_agent": req.headers.get("user-agent"), "auth": None, "faults": [],
             "events": 0, "duration": None, "done": False})
-        faults = st.take_faults(req.target, is_watch)
+        faults = st.take_faults(req.target, is_watch, req.headers.get("user-agent"))
         entry["faults"] = [f["kind"] for f in faults]
         for f in faults:
             if f["kind"] == "close_after":
@@ -879,6 +879,7 @@ class WatchSession:
                     c._write(buf[i:i + (1 << 20)])
                 self.events += bench["count"]
                 self.entry["events"] = self.events
+                self.entry["bytes"] = c.sent
                 if bench["end"] == "close":
                     raise _EndClean()
                 self.cursor = bench["last_rv"]
@@ -1001,6 +1002,7 @@ class WatchSession:
         else:
             self.c._write(b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in batch))
         self.entry["events"] = self.events
+        self.entry["bytes"] = self.c.sent       # an open watch's bytes so far
 
     def _fire_faults(self):
         while self.wfaults and self.wfaults[0]["after_events"] <= self.events:

@@ -1242,13 +1242,17 @@ class Store:
             self.faults.append(f)
             return dict(f)
 
-    def take_faults(self, target, is_watch):
-        """The faults that apply to this request (each used up by one)."""
+    def take_faults(self, target, is_watch, user_agent=None):
+        """The faults that apply to this request (each used up by one). A
+        fault's user_agent (a substring) aims it at one of several clients."""
         out = []
         with self.lock:
             for f in list(self.faults):
                 m = f.get("match")
                 if m and m not in target:
+                    continue
+                ua = f.get("user_agent")
+                if ua and ua not in (user_agent or ""):
                     continue
                 if f.get("watch") is not None and bool(f["watch"]) != is_watch:
                     continue

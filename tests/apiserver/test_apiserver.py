@@ -580,6 +580,14 @@ class TestFaults(Base):
         self.assertEqual(len(got), 400)
         self.assertIn(b'{"type":"ADDED"', got)
 
+    def test_fault_for_one_user_agent(self):
+        self.make("f-ua", "a")
+        self.ctl.fault(kind="status", code=503, match="f-ua", user_agent="other-client/")
+        # Not this client's User-Agent: the fault waits for the other one.
+        self.assertEqual(self.get(NS % "f-ua").status, 200)
+        self.assertEqual(self.get(NS % "f-ua", headers={"User-Agent": "other-client/2.0"}).status, 503)
+        self.assertEqual(self.get(NS % "f-ua", headers={"User-Agent": "other-client/2.0"}).status, 200)
+
     def test_slow_after_bytes(self):
         self.make("f-slow", "a", data={"k": "v" * 1000})
         self.ctl.fault(kind="slow", bytes=200, rate=2000, piece=100, match="f-slow")
