@@ -5,6 +5,7 @@
 #include "kubeconfig.h"
 #include "reflector.h"
 #include "resource.h"
+#include "serve.h"
 #include "sink.h"
 #include "http_post.h"
 #include "notify.h"
@@ -34,6 +35,9 @@ static const struct kr_budget_item items[] = {
 	{ "http-post", sizeof(struct kr_http_post),
 	  "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; RAM only if used" },
 	{ "supervise", sizeof(struct kr_supervise), "-- PROGRAM: KR_SUPERVISE_ARGS words, state" },
+	{ "listen", sizeof(struct kr_serve) + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn),
+	  "--listen: change history, KR_SERVE_MAX_CONNS connections of KR_SERVE_OUT_BYTES each; "
+	  "RAM only if used" },
 	{ "dir-sink", sizeof(struct kr_dirsink),
 	  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 };

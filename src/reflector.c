@@ -1003,6 +1003,8 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 		return;
 	}
 	/* 410 or TooLarge on the first page: at once again with RV "" (consistent read). */
+	if (is_expired(r))
+		r->expired++;
 	if ((is_expired(r) || r->err_too_large) && !r->continue_token[0] && !r->list_expired_retried) {
 		kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
 		       r->res.name, r->list_req_rv, r->err_reason);
@@ -1059,6 +1061,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 			return;
 		}
 		if (is_expired(r) || r->err_too_large) {
+			r->expired += is_expired(r);
 			r->rv_unavailable = 1;
 			request(r, REQ_WATCHLIST);
 			return;
@@ -1074,6 +1077,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 			return;
 		}
 		if (is_expired(r) || r->err_too_large) {
+			r->expired += is_expired(r);
 			r->rv_unavailable = 1;
 			request(r, REQ_WATCHLIST);
 			return;
@@ -1110,10 +1114,14 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 			return;
 		if (r->status == 429 || r->status == 401 || r->status == 403) {
 			/* Throttled or refused: the resourceVersion is still good, no relist. */
+			r->restarts[KR_RS_THROTTLED]++;
 			backoff_then(r, again_watch, r->status == 429 ? "watch got 429" : "watch refused");
 			return;
 		}
 		r->errors++;
+		r->restarts[KR_RS_HTTP_ERROR]++;
+		if (r->status == 410)
+			r->expired++;
 		kr_snprintf(why, sizeof(why), "watch got %d %s: %s", r->status, r->err_reason,
 			 r->err_message);
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, why);
@@ -1122,10 +1130,14 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	}
 	if (r->error_event) {
 		if (r->err_code == 429) {
+			r->restarts[KR_RS_THROTTLED]++;
 			backoff_then(r, again_watch, "watch ERROR 429");
 			return;
 		}
 		/* 410 and the rest: relist at the last RV after one backoff step. */
+		if (is_expired(r))
+			r->expired++;
+		r->restarts[is_expired(r) ? KR_RS_EXPIRED : KR_RS_ERROR_EVENT]++;
 		backoff_then(r, start_cycle, is_expired(r) ? "watch expired" : "watch ERROR event");
 		return;
 	}
@@ -1137,16 +1149,19 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	 */
 	if (r->stream_error || err == KR_EPROTO) {
 		r->errors++;
+		r->restarts[KR_RS_STREAM_ERROR]++;
 		backoff_then(r, again_watch, "malformed watch stream");
 		return;
 	}
 	if (r->skipped) {
+		r->restarts[KR_RS_NOT_HELD]++;
 		backoff_then(r, start_cycle, "an event could not be held");
 		return;
 	}
 	if (err != 0 && r->status == 0) {
 		/* No answer at all (refused, unreachable, TLS): same RV after backoff. */
 		r->errors++;
+		r->restarts[KR_RS_CONNECTION]++;
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
 		backoff_then(r, again_watch, "watch request failed");
 		return;
@@ -1154,6 +1169,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	if (very_short) {
 		kr_log(KR_LOG_WARN, "%s: very short watch: the watch lasted less than a second "
 		       "with no events", r->res.name);
+		r->restarts[KR_RS_VERY_SHORT]++;
 		backoff_then(r, start_cycle, "very short watch");
 		return;
 	}
@@ -1161,6 +1177,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		kr_log(KR_LOG_INFO, "%s: watch closed: %s; watching again from %s", r->res.name,
 		       reason, r->last_rv);
 	/* A clean end (timeoutSeconds) or a dropped stream: re-watch at once. */
+	r->restarts[KR_RS_CLOSED]++;
 	request(r, REQ_WATCH);
 }
 
