@@ -194,11 +194,11 @@ int kr_http_server_feed(struct kr_http_server_req *r, const char *buf, size_t le
 				end_method(r);
 				r->state = S_TARGET;
 			} else if (c == '\r' || c == '\n') {
-				if (r->mlen > 0 || r->head > 64) {
+				/* A few blank-line bytes before a request are allowed (RFC 9112 2.2). */
+				if (r->mlen > 0 || ++r->vlen > 8) {
 					*consumed = i;
-					return fail(r, 400, "no request target");
+					return fail(r, 400, "no request line");
 				}
-				r->head--;     /* blank lines before a request are allowed (RFC 9112 2.2) */
 			} else if (!is_tchar(c)) {
 				*consumed = i;
 				return fail(r, 400, "bad method");

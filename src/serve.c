@@ -128,12 +128,8 @@ static void ring_add(struct kr_serve *s, int res, int type, const char *key, con
 	s->seq_head++;
 }
 
-/*
- * The ring position just after the newest record of resource res whose
- * resourceVersion is rv. Returns 1 with *seq and *pos set, or 0 if the ring
- * no longer holds it.
- */
-static int ring_find(const struct kr_serve *s, int res, const char *rv, uint64_t *seq, size_t *pos)
+int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uint64_t *seq,
+			  size_t *pos)
 {
 	size_t p = s->ring_tail, rl = strlen(rv);
 	uint64_t q;
@@ -1462,7 +1458,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			uint64_t seq;
 			size_t pos;
 
-			if (!ring_find(s, ri, rv, &seq, &pos)) {
+			if (!kr_serve_history_find(s, ri, rv, &seq, &pos)) {
 				/* As the kube-apiserver: a 200 stream whose one event is the 410. */
 				chunked_head(c);
 				c->state = KR_SC_WATCHING;

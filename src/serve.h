@@ -151,6 +151,14 @@ int kr_serve_parse_listen(const char *spec, struct kr_addr *addr, int *loopback,
 int kr_serve_labels_match(const char *sel, const char *obj, size_t objlen, kr_json_tok *toks,
 			  int ntoks);
 
+/*
+ * The history position just after the newest change of resource res at
+ * resourceVersion rv (a change's or a list's). Returns 1 with *seq (the next
+ * record's number) and *pos set, or 0 if the ring no longer holds it.
+ */
+int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uint64_t *seq,
+			  size_t *pos);
+
 /* Writes the Prometheus text of s into o (for tests; /metrics uses it). */
 void kr_serve_metrics(struct kr_serve *s, struct kr_out *o);
 
