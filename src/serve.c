@@ -243,6 +243,15 @@ static void conn_close(struct kr_serve_conn *c)
 	if (c->state == KR_SC_FREE)
 		return;
 	kr_loop_remove(s->loop, &c->src);
+	{
+		/* Unread request bytes would turn the close into a reset that can
+		 * destroy the answer still in flight: read what is there first. */
+		char sink[4096];
+		int i;
+
+		for (i = 0; i < 16 && kr_port_recv(c->src.fd, sink, sizeof(sink)) > 0; i++)
+			;
+	}
 	kr_port_close(c->src.fd);
 	c->src.fd = -1;
 	c->state = KR_SC_FREE;
@@ -621,11 +630,28 @@ static int verbs_json(struct kr_out *o, const struct kr_resource *r, int shown)
 {
 	kr_out_str(o, shown ? ",{\"name\":\"" : "{\"name\":\"");
 	kr_out_str(o, r->plural);
-	kr_out_str(o, "\",\"singularName\":\"\",\"namespaced\":");
+	kr_out_str(o, "\",\"singularName\":\"");
+	{
+		char low[KR_NAME_MAX];
+		size_t i;
+
+		for (i = 0; r->kind[i] && i + 1 < sizeof(low); i++)
+			low[i] = (char)(r->kind[i] >= 'A' && r->kind[i] <= 'Z' ? r->kind[i] - 'A' + 'a'
+									    : r->kind[i]);
+		low[i] = '\0';
+		kr_out_str(o, low);
+	}
+	kr_out_str(o, "\",\"namespaced\":");
 	kr_out_str(o, r->namespaced ? "true" : "false");
 	kr_out_str(o, ",\"kind\":\"");
 	kr_out_str(o, r->kind);
-	kr_out_str(o, "\",\"verbs\":[\"get\",\"list\",\"watch\"]}");
+	kr_out_str(o, "\",\"verbs\":[\"get\",\"list\",\"watch\"]");
+	if (kr_resource_short_name(r)[0]) {
+		kr_out_str(o, ",\"shortNames\":[\"");
+		kr_out_str(o, kr_resource_short_name(r));
+		kr_out_str(o, "\"]");
+	}
+	kr_out_str(o, "}");
 	return 1;
 }
 

@@ -354,8 +354,14 @@ int kr_port_accept(int fd)
 	do
 		c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	while (c < 0 && errno == EINTR);
-	if (c >= 0)
+	if (c >= 0) {
+		/* A local reader's backlog is bounded in the kernel too (it doubles this),
+		 * not grown towards tcp_wmem's megabytes by autotuning. */
+		int sndbuf = 65536;
+
+		setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 		return c;
+	}
 	last_errno = errno;
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EMFILE ||
 	    errno == ENFILE || errno == ENOBUFS || errno == ENOMEM || errno == EPROTO)
