@@ -498,3 +498,22 @@ MINUTES ?= 5
 
 soak: build/kreflect
 	$(Q)python3 tests/soak/soak.py --minutes $(MINUTES)
+
+# --- the local endpoint with real clients (tests/serve/clients.py) and under load ----------------
+#
+#   make serve-clients   python3-kubernetes' watch and client-node's informer against
+#                        kreflect --listen: converge with the server, keep reading without it
+#   make bench-serve     the reflector's events/s with 0 and with 50 local watchers
+
+.PHONY: serve-clients bench-serve serve-npm
+
+serve-npm:
+	$(Q)test -f build/bench/npm/node_modules/@kubernetes/client-node/package.json || \
+	  { mkdir -p build/bench/npm && npm install --prefix build/bench/npm --no-audit --no-fund \
+	    --no-package-lock --save-exact --loglevel=error @kubernetes/client-node@1.4.0; }
+
+serve-clients: bench-packages serve-npm build/kreflect
+	$(Q)python3 tests/serve/clients.py
+
+bench-serve: build/kreflect
+	$(Q)python3 tests/bench/serve_load.py

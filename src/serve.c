@@ -1313,13 +1313,19 @@ static int find_resource(const struct kr_serve *s, const char *group, const char
 	return -1;
 }
 
-/* A bool query parameter: "true"/"1" -> 1. */
+/* A bool query parameter, as Go's strconv.ParseBool reads it (python sends "True"). */
 static int param_true(const char *target, const char *name)
 {
+	static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True" };
 	char v[8];
+	size_t i;
 
-	return kr_http_server_param(target, name, v, sizeof(v)) >= 0 &&
-	       (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+	if (kr_http_server_param(target, name, v, sizeof(v)) < 0)
+		return 0;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (strcmp(v, yes[i]) == 0)
+			return 1;
+	return 0;
 }
 
 static void chunked_head(struct kr_serve_conn *c)
