@@ -66,8 +66,15 @@ static void check_decoders(const char *target)
 	int n;
 
 	n = kr_http_server_path(target, out, sizeof(out));
-	if (n >= (int)sizeof(out) || (n >= 0 && (strlen(out) != (size_t)n || strchr(out, '?'))))
+	/* A decoded path may hold '?' (%3F) but never a NUL or an encoded '/'. */
+	if (n >= (int)sizeof(out) || (n >= 0 && strlen(out) != (size_t)n))
 		abort();
+	{
+		const char *q = strchr(target, '?'), *slash = strstr(target, "%2F");
+
+		if (n >= 0 && slash && (!q || slash < q))
+			abort();
+	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char small[16];
 
