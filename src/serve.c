@@ -552,19 +552,24 @@ void kr_serve_metrics(struct kr_serve *s, struct kr_out *o)
 	family(o, "kreflect_index_capacity_entries", "gauge", "Index size.");
 	outf(o, "kreflect_index_capacity_entries %u\n", (unsigned)st->max_entries);
 
-	family(o, "kreflect_hook_runs_total", "counter",
-	       "Notifications made: --exec runs and signals sent, --http-post batches delivered.");
-	family(o, "kreflect_hook_failures_total", "counter",
-	       "Notifications that failed: --exec exit != 0 or not started, --http-post attempts.");
-	if (s->opts.notify) {
-		outf(o, "kreflect_hook_runs_total{hook=\"exec\"} %lu\n", s->opts.notify->runs);
-		outf(o, "kreflect_hook_runs_total{hook=\"signal\"} %lu\n", s->opts.notify->signals_sent);
-		outf(o, "kreflect_hook_failures_total{hook=\"exec\"} %lu\n", s->opts.notify->failures);
-	}
-	if (s->opts.post) {
-		outf(o, "kreflect_hook_runs_total{hook=\"http_post\"} %lu\n", s->opts.post->delivered);
-		outf(o, "kreflect_hook_failures_total{hook=\"http_post\"} %lu\n",
-		     s->opts.post->attempts_failed);
+	if (s->opts.notify || s->opts.post) {
+		family(o, "kreflect_hook_runs_total", "counter",
+		       "Notifications made: --exec runs and signals sent, --http-post batches delivered.");
+		if (s->opts.notify) {
+			outf(o, "kreflect_hook_runs_total{hook=\"exec\"} %lu\n", s->opts.notify->runs);
+			outf(o, "kreflect_hook_runs_total{hook=\"signal\"} %lu\n",
+			     s->opts.notify->signals_sent);
+		}
+		if (s->opts.post)
+			outf(o, "kreflect_hook_runs_total{hook=\"http_post\"} %lu\n", s->opts.post->delivered);
+		family(o, "kreflect_hook_failures_total", "counter",
+		       "Notifications that failed: --exec exited non-zero or did not start, --http-post "
+		       "attempts that failed.");
+		if (s->opts.notify)
+			outf(o, "kreflect_hook_failures_total{hook=\"exec\"} %lu\n", s->opts.notify->failures);
+		if (s->opts.post)
+			outf(o, "kreflect_hook_failures_total{hook=\"http_post\"} %lu\n",
+			     s->opts.post->attempts_failed);
 	}
 
 	for (i = 0; i < s->nconns; i++) {
