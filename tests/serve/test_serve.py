@@ -516,8 +516,10 @@ def t_conn_bound(s):
     check(metric(text_before, "kreflect_serve_connections_max") == 2, "max reported")
     for c in held:
         c.close()
-    wait_until(lambda: metric(lo.req("/metrics")[2], "kreflect_serve_connections") == 1, 5,
-               "the closed connections to be noticed")
+    def one_left():
+        st, _, text = lo.req("/metrics")
+        return st == 200 and metric(text, "kreflect_serve_connections") == 1
+    wait_until(one_left, 5, "the closed connections to be noticed")
     # An idle connection that never sends its head is closed (after 30 s): not waited for here;
     # a partial head is held until then, and others are served meanwhile.
     c = socket.create_connection(("127.0.0.1", lo.port))
