@@ -15,6 +15,11 @@ resourceVersion, read by one selector loop in this process), R runs each, and
 the medians are compared in one run, side by side. Also reported: kreflect's
 CPU for the stream, what the local watchers received, and how many kreflect
 dropped for falling behind its history ring.
+
+First, a steady stream: every 0.1 s each of 100 labelled ConfigMaps changes once
+(1,000 changes/s) for --seconds, with 0 and with W local watchers; reported are
+kreflect's CPU over it, how long after the last change kreflect printed it, and
+how many watchers received every change.
 """
 
 import argparse
@@ -197,20 +202,112 @@ def one_run(srv, a, nwatch, rep, work):
             kr.wait()
 
 
+def steady_run(srv, a, nwatch, rep, work):
+    """A steady upstream stream: every 0.1 s each of 100 ConfigMaps changes once
+    (1,000 events/s) for a.seconds; kreflect's CPU over it, how long after the
+    last change kreflect printed it, and what the local watchers received."""
+    ctl = srv.control
+    port = free_port()
+    err = open(os.path.join(work, "steady-%d-%d.err" % (nwatch, rep)), "wb")
+    kr = subprocess.Popen([a.kreflect, "--server", srv.ready["server"], "--certificate-authority",
+                           srv.ready["ca"], "--token-file", srv.ready["token_file"], "-v", "0",
+                           "-l", "steady=1", "--listen", "127.0.0.1:%d" % port, "configmaps"],
+                          stdout=subprocess.PIPE, stderr=err, bufsize=0)
+    w = None
+    counter = {"seen": 0, "t_last": None}
+    stop = threading.Event()
+
+    def drain():
+        tail, key = b"", b'"type":"MODIFIED"'
+        while True:
+            b = kr.stdout.read(1 << 16)
+            if not b:
+                return
+            data = tail + b
+            n = data.count(key)
+            if n:
+                counter["seen"] += n
+                counter["t_last"] = time.monotonic()
+            tail = data[-(len(key) - 1):]
+    try:
+        buf = b""
+        while b'"SYNCED"' not in buf:
+            b = kr.stdout.read(65536)
+            if not b:
+                raise RuntimeError("kreflect exited before SYNCED")
+            buf += b
+        threading.Thread(target=drain, daemon=True).start()
+        ctl.wait_watches(1, timeout=30, match="configmaps")
+        time.sleep(0.5)
+        if nwatch:
+            w = Watchers(port, nwatch, str(ctl.rv()))
+            deadline = time.monotonic() + 10
+            while metric(port, "kreflect_serve_watchers") != nwatch:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("local watchers did not open")
+                time.sleep(0.05)
+        c0 = cpu_seconds(kr.pid)
+        sent, t0 = 0, time.monotonic()
+        ticks = int(a.seconds * 10)
+        for i in range(ticks):
+            sent += ctl.touch("configmaps", "default", selector="steady=1", count=1)["updated"]
+            t_sent = time.monotonic()      # the last change is made once its call returns
+            nxt = t0 + (i + 1) * 0.1
+            time.sleep(max(0.0, nxt - time.monotonic()))
+        deadline = t_sent + 30
+        while counter["seen"] < sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        lag = (counter["t_last"] or t_sent) - t_sent
+        cpu = cpu_seconds(kr.pid) - c0
+        res = {"sent": sent, "seen": counter["seen"], "offered_per_s": sent / (ticks * 0.1), "lag": lag,
+               "cpu": cpu}
+        if w:
+            time.sleep(1.0)
+            res["dropped"] = metric(port, "kreflect_serve_watchers_dropped_total")
+            res["watcher_events_min"] = min(w.counts)
+            res["watchers_complete"] = sum(1 for c in w.counts if c >= sent)
+        return res
+    finally:
+        stop.set()
+        if w:
+            w.close()
+        kr.send_signal(signal.SIGTERM)
+        try:
+            kr.wait(10)
+        except subprocess.TimeoutExpired:
+            kr.kill()
+            kr.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kreflect", default=os.path.join(ROOT, "build", "kreflect"))
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--watchers", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of the steady stream")
     a = ap.parse_args()
     work = os.path.join(ROOT, "build", "bench", "serve")
     os.makedirs(work, exist_ok=True)
     srv = ServerProcess(["--bookmark-interval", "0", "--history", "1000"],
                         workdir=tempfile.mkdtemp(prefix="serve-load-", dir=work))
     srv.control.create("configmaps", "default", "bench", data={"payload": "x" * 1024})
+    srv.control.bulk("configmaps", "default", 100, size=1024, labels={"steady": "1"})
     runs = {0: [], a.watchers: []}
+    steady = {0: [], a.watchers: []}
     try:
+        for rep in range(a.reps):
+            for n in (0, a.watchers):
+                r = steady_run(srv, a, n, rep, work)
+                steady[n].append(r)
+                extra = ""
+                if n:
+                    extra = ("; local watchers: %d of %d got all %d, fewest %d, %d dropped"
+                             % (r["watchers_complete"], n, r["sent"], r["watcher_events_min"], r["dropped"]))
+                print("steady rep %d, %2d local watchers: %d changes at %.0f/s; kreflect printed %d, the last "
+                      "%.3f s after the last change; kreflect CPU %.2f s%s"
+                      % (rep + 1, n, r["sent"], r["offered_per_s"], r["seen"], r["lag"], r["cpu"], extra),
+                      flush=True)
         for rep in range(a.reps):
             for n in (0, a.watchers):
                 r = one_run(srv, a, n, rep, work)
@@ -235,6 +332,13 @@ def main():
     print("| 0 | %.0f | %.2f s |" % (m0, c0))
     print("| %d | %.0f | %.2f s |" % (a.watchers, m1, c1))
     print("ratio with:without = %.2f (events/s), %.2f (CPU)" % (m1 / m0, c1 / c0))
+    s0 = statistics.median(r["cpu"] for r in steady[0])
+    s1 = statistics.median(r["cpu"] for r in steady[a.watchers])
+    l0 = statistics.median(r["lag"] for r in steady[0])
+    l1 = statistics.median(r["lag"] for r in steady[a.watchers])
+    print("steady stream of %.0f s at 1,000 changes/s: kreflect CPU %.2f s without, %.2f s with %d local "
+          "watchers (%.2fx); last change printed %.3f s / %.3f s after it was made"
+          % (a.seconds, s0, s1, a.watchers, s1 / s0 if s0 else float("nan"), l0, l1))
     return 0
 
 
