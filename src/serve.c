@@ -1515,7 +1515,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		}
 		chunked_head(c);
 		c->state = KR_SC_WATCHING;
-		c->watch_end = ts > 0 ? kr_port_now_ms() + ts * 1000 : 0;
+		c->watch_end = ts > 0 ? kr_port_now_ms() + (kr_ms_t)ts * 1000 : 0;
 		c->bookmark_at = kr_port_now_ms() + s->opts.bookmark_ms;
 		s->watches_started++;
 		if (c->initial)
@@ -1760,7 +1760,10 @@ static void on_conn(struct kr_loop *loop, struct kr_source *src, int got)
 				return;
 			}
 		}
-		/* Bytes while answering or watching are not requests: ignored. */
+		/* Bytes while answering or watching are a request that will not be
+		 * read (pipelining): answer this one, then close. */
+		if (n > 0 && c->state != KR_SC_READING)
+			c->keep_alive = 0;
 	}
 	pump(c);
 	rearm(c->srv);
