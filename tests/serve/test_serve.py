@@ -466,6 +466,14 @@ def t_errors(s):
     expect(NS + "?limit=x", 400, "BadRequest")
     expect(NS + "?continue=garbage", 400, "BadRequest")
     expect("/api/v1/namespaces/default/config%2Fmaps", 400, "BadRequest")
+    # Each bound of a request's parameters, hit: a selector of KR_SELECTOR_MAX (512)
+    # bytes or more, a field selector value past its 256, a field selector past 320.
+    sel511 = ",".join(["a%3Db"] * 128)                      # 128 x "a=b": 511 bytes decoded
+    st, _, body = lo.req(NS + "?labelSelector=" + sel511)
+    check(st == 200 and json.loads(body)["items"] == [], "a 511-byte selector is read: %d" % st)
+    expect(NS + "?labelSelector=" + ",".join(["a%3Db"] * 127 + ["ab%3Db"]), 400, "BadRequest")
+    expect(NS + "?fieldSelector=metadata.name%3D" + "n" * 256, 400, "BadRequest")
+    expect(NS + "?fieldSelector=metadata.name%3D" + "n" * 400, 400, "BadRequest")
     # Broken requests: the status a server sends, then the connection closes.
     out = lo.raw(b"GET / HTTP/2.0\r\n\r\n")
     check(out.startswith(b"HTTP/1.1 505 "), "HTTP/2.0: %r" % out[:60])
@@ -484,6 +492,35 @@ def t_errors(s):
     s.update("cm-1", {"k": "after"})
     lo.kr.wait_event("MODIFIED", "cm-1")
     check(keys_rvs(lo.json(NS)["items"]) == s.server_objects(), "the mirror after the errors")
+
+
+@scenario("ServeLargeObjects", 6)
+def t_large(s):
+    """Objects larger than a connection's output buffer (KR_SERVE_OUT_BYTES, 32 KiB)
+    go out straight from the arena: in a list, a get and a watch, intact."""
+    s.server()
+    big = "".join("%08d" % i for i in range(25000))          # 200,000 bytes
+    s.create("small-1")
+    s.create("big-1", data={"v": big})
+    s.create("small-2")
+    lo = Local(s)
+    lst = lo.json(NS)
+    check(keys_rvs(lst["items"]) == s.server_objects(), "list with a large object")
+    check([o["data"].get("v") for o in lst["items"] if o["metadata"]["name"] == "big-1"] == [big],
+          "the large object in the list is intact")
+    check(lo.json(NS + "/big-1")["data"]["v"] == big, "get of the large object")
+    c, r = lo.watch("resourceVersion=%s" % lst["metadata"]["resourceVersion"])
+    s.update("big-1", {"v": big[::-1]})
+    s.update("small-1", {"k": "after"})
+    ev = [next_event(r), next_event(r)]
+    check(ev[0]["type"] == "MODIFIED" and ev[0]["object"]["data"]["v"] == big[::-1],
+          "the large object in a watch: %s" % str(ev[0])[:200])
+    check(ev[1]["object"]["metadata"]["name"] == "small-1", "the next event after it")
+    c.close()
+    c, r = lo.watch("sendInitialEvents=true&allowWatchBookmarks=true")
+    names = sorted(next_event(r)["object"]["metadata"]["name"] for _ in range(3))
+    check(names == ["big-1", "small-1", "small-2"], "initial events with a large object: %s" % names)
+    c.close()
 
 
 @scenario("ServeSecretsWhenAsked", 4)
