@@ -10,8 +10,9 @@ ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Stripped x86_64 binary ceiling (bytes): today's size plus 2 %, so that growth is a
-# decision, not an accident; the README table has the real figures.
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-367000}
+# decision, not an accident; the README table has the real figures. The local
+# endpoint (--listen: src/serve.c, src/http_server.c) took it from 359,360 to 396,200.
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-405000}
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect
