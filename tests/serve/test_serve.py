@@ -338,6 +338,28 @@ def t_kubectl(s):
     check(seen[:3] == [("ADDED", "cm-0"), ("ADDED", "cm-1"), ("ADDED", "cm-2")] and
           ("ADDED", "cm-new") in seen[3:] and ("DELETED", "cm-0") in seen[3:],
           "kubectl get -w saw: %r %r" % (seen, err[-300:]))
+    # --watch-only: the changes only, none of the objects already there.
+    w = subprocess.Popen(kc + ["get", "cm", "--watch-only", "-o", "json", "--output-watch-events"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, HOME=s.dir, KUBECONFIG="/dev/null"))
+    e2e.remember(w)
+    try:
+        time.sleep(1.5)
+        s.update("cm-1", {"k": "watched"})
+        time.sleep(1.5)
+    finally:
+        w.terminate()
+        out, err = w.communicate(timeout=10)
+        e2e.forget(w)
+    seen, text, i = [], out.decode(), 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        ev, i = dec.raw_decode(text, i)
+        seen.append((ev["type"], ev["object"]["metadata"]["name"], ev["object"].get("data", {}).get("k")))
+    check(seen == [("MODIFIED", "cm-1", "watched")], "kubectl get --watch-only saw: %r %r" % (seen, err[-300:]))
     p = kubectl("get", "secrets")
     check(p.returncode != 0 and (b"NotFound" in p.stderr or b"not find" in p.stderr or
                                  b"doesn't have a resource type" in p.stderr),
