@@ -545,6 +545,47 @@ def t_large(s):
     c.close()
 
 
+@scenario("ServeRandomRequests", 8)
+def t_random(s):
+    """2,000 requests built from random pieces of paths, parameters, selectors and
+    escapes (a fixed seed): each gets a whole HTTP answer with a status kreflect
+    can send, and the mirror is untouched (run under ASan it checks the routing too)."""
+    import random
+    rnd = random.Random(19)
+    s.server()
+    for i in range(5):
+        s.create("cm-%d" % i, labels={"app": "a%d" % (i % 2)})
+    lo = Local(s, "--listen-bookmark-interval", "1")
+    segs = ["api", "apis", "v1", "v2", "namespaces", "default", "other", "configmaps", "cm-1", "cm-9",
+            "example.com", "status", "", "..", "%2e", "%41", "%zz", "%00", "x" * 300]
+    keys = ["watch", "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion",
+            "timeoutSeconds", "allowWatchBookmarks", "sendInitialEvents", "verbose", "%6cimit", ""]
+    vals = ["1", "true", "True", "0", "-1", "99999999999999999999", "app%3Da1", "app+in+(a0,a1)",
+            "!app", "app!%3D", "metadata.name%3Dcm-1", "metadata.namespace%3Ddefault", "a%2Cb",
+            "%", "%4", "1.", "4294967295.1", "0." + "9" * 40, "x" * 700, "", "(", ")"]
+    codes = {200, 400, 401, 403, 404, 405, 410, 414, 431, 503, 505}
+    seen = {}
+    for n in range(2000):
+        path = "/" + "/".join(rnd.choice(segs) for _ in range(rnd.randint(0, 7)))
+        q = "&".join("%s=%s" % (rnd.choice(keys), rnd.choice(vals)) for _ in range(rnd.randint(0, 4)))
+        target = path + ("?" + q if q else "")
+        if "watch" in q and rnd.random() < 0.7:
+            q += "&timeoutSeconds=1"       # a watch that is answered ends soon
+            target = path + "?" + q
+        method = rnd.choice(["GET", "GET", "GET", "HEAD", "POST", "PUT"])
+        out = lo.raw(("%s %s HTTP/1.1\r\nConnection: close\r\n\r\n" % (method, target)).encode(), timeout=3)
+        check(out.startswith(b"HTTP/1.1 ") and int(out[9:12]) in codes,
+              "request %d %s %s: %r" % (n, method, target[:200], out[:80]))
+        seen[int(out[9:12])] = seen.get(int(out[9:12]), 0) + 1
+    with open(os.path.join(s.dir, "statuses.json"), "w") as f:
+        json.dump(seen, f)
+    check(all(seen.get(c) for c in (200, 400, 404, 405)), "statuses seen: %s" % seen)
+    check(lo.req("/healthz")[0] == 200, "alive after the random requests")
+    s.update("cm-1", {"k": "after"})
+    lo.kr.wait_event("MODIFIED", "cm-1")
+    check(keys_rvs(lo.json(NS)["items"]) == s.server_objects(), "the mirror after the random requests")
+
+
 @scenario("ServeSecretsWhenAsked", 4)
 def t_secrets(s):
     s.server()
