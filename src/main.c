@@ -163,6 +163,8 @@ static const char usage[] =
 	"  --serve-secrets                serve mirrored Secrets too (403 otherwise)\n"
 	"  --readyz-max-silence SECONDS   /readyz fails for a resource whose API server sent\n"
 	"                                 nothing for this long (default 180)\n"
+	"  --listen-idle-timeout SECONDS  a request head must arrive within this, and an answer\n"
+	"                                 (not a watch) be read within twice this (default 30)\n"
 	"  --listen-bookmark-interval SECONDS  BOOKMARK events to local watches that ask\n"
 	"                                 (default 60)\n"
 	"other:\n"
@@ -631,6 +633,12 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--readyz-max-silence must be 1 to 86400 seconds, not '%s'", v);
 			o->serve.ready_silence_ms = (int)n * 1000;
+		} else if ((v = value_of(argc, argv, &i, "--listen-idle-timeout", NULL))) {
+			long n = parse_num(v, 1, 3600);
+
+			if (n < 0)
+				return usage_error("--listen-idle-timeout must be 1 to 3600 seconds, not '%s'", v);
+			o->serve.idle_ms = (int)n * 1000;
 		} else if ((v = value_of(argc, argv, &i, "--listen-bookmark-interval", NULL))) {
 			long n = parse_num(v, 1, 3600);
 

@@ -12,7 +12,7 @@
 #include "notify.h"
 #include "port.h"
 
-#define READ_IDLE_MS 30000             /* a request head must arrive within this */
+
 #define STATUS_MAX 1024                /* a Status or small JSON document */
 /* Room kept free in a watcher's buffer for the Status that drops it. */
 #define DROP_ROOM 512
@@ -1093,7 +1093,7 @@ static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
 	status_json(&o, 410, why);
 	kr_snprintf(ev, sizeof(ev), "{\"type\":\"ERROR\",\"object\":%.*s}\n", (int)o.len, body);
 	c->srv->watchers_dropped += (unsigned long long)count;
-	c->deadline = kr_port_now_ms() + READ_IDLE_MS;
+	c->deadline = kr_port_now_ms() + c->srv->opts.idle_ms;
 	/* DROP_ROOM is kept free for this; if even that is taken, the close says it. */
 	put_text_chunk(c, ev);
 	end_body(c);
@@ -1256,7 +1256,7 @@ static void pump(struct kr_serve_conn *c)
 			}
 			c->state = KR_SC_READING;
 			kr_http_server_init(&c->req);
-			c->deadline = kr_port_now_ms() + READ_IDLE_MS;
+			c->deadline = kr_port_now_ms() + c->srv->opts.idle_ms;
 			c->src.want = KR_POLL_IN;
 			return;
 		case KR_SC_LISTING:
@@ -1611,6 +1611,8 @@ static void route(struct kr_serve_conn *c)
 	int n, verbose;
 
 	s->requests++;
+	/* A reader that stops does not keep its slot (the kube-apiserver's 60 s, by default). */
+	c->deadline = kr_port_now_ms() + 2 * (kr_ms_t)s->opts.idle_ms;
 	c->keep_alive = c->req.keep_alive;
 	c->head_only = c->req.method == KR_HM_HEAD;
 	c->chunked = 0;
@@ -1821,7 +1823,7 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 			c->big = 0;
 			c->watch_end = 0;
 			kr_http_server_init(&c->req);
-			c->deadline = kr_port_now_ms() + READ_IDLE_MS;  /* the head's deadline */
+			c->deadline = kr_port_now_ms() + s->opts.idle_ms;  /* the head's deadline */
 			if (kr_loop_add(loop, &c->src) != 0) {
 				kr_port_close(fd);
 				c->state = KR_SC_FREE;
@@ -1846,8 +1848,8 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 	for (i = 0; i < s->nconns; i++) {
 		struct kr_serve_conn *c = &s->conns[i];
 
-		if ((c->state == KR_SC_READING || c->state == KR_SC_WRITING) && c->deadline &&
-		    now >= c->deadline) {
+		if ((c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
+		     c->state == KR_SC_LISTING) && c->deadline && now >= c->deadline) {
 			conn_close(c);         /* no request head, or its answer not read, in time */
 		} else if (c->state == KR_SC_WATCHING &&
 			   ((c->bookmarks && now >= c->bookmark_at) ||
@@ -1867,7 +1869,8 @@ static void rearm(struct kr_serve *s)
 		const struct kr_serve_conn *c = &s->conns[i];
 		kr_ms_t d = 0;
 
-		if (c->state == KR_SC_READING || c->state == KR_SC_WRITING)
+		if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
+		    c->state == KR_SC_LISTING)
 			d = c->deadline;
 		else if (c->state == KR_SC_WATCHING) {
 			if (c->bookmarks)
@@ -1952,6 +1955,8 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		s->opts.ready_silence_ms = 180000;
 	if (s->opts.bookmark_ms <= 0)
 		s->opts.bookmark_ms = 60000;
+	if (s->opts.idle_ms <= 0)
+		s->opts.idle_ms = 30000;
 	for (i = 0; i < KR_SERVE_MAX_CONNS; i++) {
 		conns[i].state = KR_SC_FREE;
 		conns[i].src.fd = -1;

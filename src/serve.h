@@ -39,6 +39,8 @@ struct kr_serve_opts {
 	int serve_secrets;             /* secrets are 403 unless set */
 	int ready_silence_ms;          /* /readyz: a resource silent longer is not ready; 0 = 180 s */
 	int bookmark_ms;               /* local watches that ask: a BOOKMARK this often; 0 = 60 s */
+	int idle_ms;                   /* a request head within this, a list or answer read within
+					  twice this, or the connection is closed; 0 = 30 s */
 	const struct kr_notify *notify;      /* for hook metrics (may be NULL) */
 	const struct kr_http_post *post;     /* likewise */
 };

@@ -586,6 +586,38 @@ def t_random(s):
     check(keys_rvs(lo.json(NS)["items"]) == s.server_objects(), "the mirror after the random requests")
 
 
+@scenario("ServeIdleDeadlines", 8)
+def t_idle(s):
+    """--listen-idle-timeout 1: a head that does not complete within 1 s, and a list
+    not read within 2 s, lose their connection; a watch is not timed out by it."""
+    s.server()
+    s.ctl.bulk("configmaps", "default", 2000, size=1000)
+    lo = Local(s, "--listen-idle-timeout", "1")
+
+    def conns():
+        st, _, text = lo.req("/metrics")
+        return metric(text, "kreflect_serve_connections") if st == 200 else -1
+    slow_head = socket.create_connection(("127.0.0.1", lo.port))
+    slow_head.sendall(b"GET /heal")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.connect(("127.0.0.1", lo.port))
+    reader.sendall(("GET %s HTTP/1.1\r\n\r\n" % NS).encode())   # about 2 MB, never read
+    c, r = lo.watch("resourceVersion=%s" % s.rv())
+    time.sleep(0.3)
+    check(conns() == 4, "four connections open at first: %s" % conns())
+    t0 = time.monotonic()
+    wait_until(lambda: conns() == 2, 6, "the stalled head and the unread list to be closed")
+    took = time.monotonic() - t0
+    check(0.5 < took + 0.3 < 4.5, "closed after %.1f s" % (took + 0.3))
+    s.update("cm-00001", {"k": "still watched"})
+    ev = next_event(r)
+    check(ev["type"] == "MODIFIED" and ev["object"]["metadata"]["name"] == "cm-00001", "the watch lives on")
+    c.close()
+    slow_head.close()
+    reader.close()
+
+
 @scenario("ServeSecretsWhenAsked", 4)
 def t_secrets(s):
     s.server()
