@@ -28,7 +28,7 @@ VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
 DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
 	musl-dev:arm64 musl-dev:armhf qemu-user libjsmn-dev python3 openssl \
 	clang libclang-rt-14-dev valgrind bzip2 dpkg-dev cppcheck binutils file \
-	strace procps curl pkg-config
+	strace procps curl pkg-config prometheus
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
 MBEDTLS_DIR := $(DEPS)/mbedtls
@@ -593,3 +593,22 @@ MINUTES ?= 5
 
 soak: build/kreflect
 	$(Q)python3 tests/soak/soak.py --minutes $(MINUTES)
+
+# --- the local endpoint with real clients (tests/serve/clients.py) and under load ----------------
+#
+#   make serve-clients   python3-kubernetes' watch and client-node's informer against
+#                        kreflect --listen: converge with the server, keep reading without it
+#   make bench-serve     the reflector's events/s with 0 and with 50 local watchers
+
+.PHONY: serve-clients bench-serve serve-npm
+
+serve-npm:
+	$(Q)test -f build/bench/npm/node_modules/@kubernetes/client-node/package.json || \
+	  { mkdir -p build/bench/npm && npm install --prefix build/bench/npm --no-audit --no-fund \
+	    --no-package-lock --save-exact --loglevel=error @kubernetes/client-node@1.4.0; }
+
+serve-clients: bench-packages serve-npm build/kreflect
+	$(Q)python3 tests/serve/clients.py
+
+bench-serve: build/kreflect
+	$(Q)python3 tests/bench/serve_load.py

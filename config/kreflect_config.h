@@ -172,6 +172,50 @@
 #define KR_HTTP_POST_ATTEMPTS 5
 #endif
 
+/* --- the local listener (--listen): health, metrics, a read-only API ------------ */
+
+/*
+ * Local connections served at once (--listen-max-conns lowers it). Each costs
+ * KR_SERVE_IN_BYTES + KR_SERVE_OUT_BYTES of buffers plus its state, reserved
+ * statically (counted by --print-budget; RAM only once used).
+ */
+#ifndef KR_SERVE_MAX_CONNS
+#define KR_SERVE_MAX_CONNS 64
+#endif
+
+/* A request's head (request line and headers) must fit here; else 431. */
+#ifndef KR_SERVE_IN_BYTES
+#define KR_SERVE_IN_BYTES 4096
+#endif
+
+/*
+ * Response bytes waiting for a slow reader. A local watcher whose unread
+ * events pass this is dropped with a Status, so upstream never waits.
+ */
+#ifndef KR_SERVE_OUT_BYTES
+#define KR_SERVE_OUT_BYTES 32768
+#endif
+
+/* Longest request target (path and query) accepted; longer gets 414. */
+#ifndef KR_SERVE_TARGET_MAX
+#define KR_SERVE_TARGET_MAX 2048
+#endif
+
+/* Changes remembered for watches that resume from a resourceVersion. */
+#ifndef KR_SERVE_HISTORY
+#define KR_SERVE_HISTORY 1024
+#endif
+
+#if KR_SERVE_MAX_CONNS < 1
+#error "KR_SERVE_MAX_CONNS must be at least 1"
+#endif
+#if KR_SERVE_IN_BYTES < 512 || KR_SERVE_OUT_BYTES < 4096
+#error "KR_SERVE_IN_BYTES must be at least 512 and KR_SERVE_OUT_BYTES at least 4096"
+#endif
+#if KR_SERVE_TARGET_MAX < 256 || KR_SERVE_TARGET_MAX > KR_SERVE_IN_BYTES
+#error "KR_SERVE_TARGET_MAX must be 256 to KR_SERVE_IN_BYTES"
+#endif
+
 /* --- checks ---------------------------------------------------------------------- */
 
 #if KR_MAX_RESOURCES < 1

@@ -91,6 +91,29 @@ void kr_port_close(int fd);
 /* Text of the last socket error seen on this thread (strerror of errno). */
 const char *kr_port_last_error(void);
 
+/* --- listening (the local endpoint, --listen) ------------------------------------ */
+
+/*
+ * Opens a non-blocking TCP socket listening on addr (SO_REUSEADDR, backlog
+ * 64). Returns the descriptor, or KR_IO_ERR (kr_port_last_error says why).
+ */
+int kr_port_tcp_listen(const struct kr_addr *addr);
+
+/*
+ * Opens a non-blocking UNIX stream socket listening at path, created with
+ * exactly mode (never wider, not even for a moment). A stale socket at path
+ * is replaced; anything else there is left alone and KR_EINVAL returned.
+ * Returns the descriptor, KR_EINVAL (path too long, not a socket) or KR_IO_ERR.
+ */
+int kr_port_unix_listen(const char *path, unsigned mode);
+
+/*
+ * Takes one waiting connection from the listening fd, non-blocking and
+ * close-on-exec. Returns its descriptor, KR_IO_WAIT (none waiting, or a
+ * transient failure such as too many open files) or KR_IO_ERR.
+ */
+int kr_port_accept(int fd);
+
 /* --- waiting ------------------------------------------------------------------ */
 
 #define KR_POLL_IN 1
@@ -102,6 +125,9 @@ struct kr_pollfd {
 	short want;                    /* KR_POLL_IN | KR_POLL_OUT */
 	short got;                     /* set by kr_port_poll */
 };
+
+/* Most descriptors one kr_port_poll call takes. */
+#define KR_PORT_POLL_MAX 256
 
 /*
  * Waits until a descriptor is ready or timeout_ms passes (-1 = forever).

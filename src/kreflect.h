@@ -203,7 +203,7 @@ const char *kr_event_name(enum kr_event_type t);
 
 /*
  * Calls fn for every change, in order, after the callbacks added before it.
- * Up to 6 (KR_MAX_SINKS) callbacks. Returns 0, KR_ENOSPC, KR_EINVAL or
+ * Up to 8 callbacks. Returns 0, KR_ENOSPC, KR_EINVAL or
  * KR_ESTATE (from a callback).
  */
 int kr_client_on_event(struct kr_client *c, void (*fn)(void *arg, const struct kr_event *ev),

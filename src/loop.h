@@ -12,10 +12,15 @@
 #ifndef KR_LOOP_H
 #define KR_LOOP_H
 
+#include "kreflect_config.h"
 #include "port.h"
 
 #ifndef KR_LOOP_MAX_SOURCES
-#define KR_LOOP_MAX_SOURCES 32     /* connections, the signal fd, resolvers, children */
+/* connections, the signal fd, resolvers, children; the listener and its connections */
+#define KR_LOOP_MAX_SOURCES (32 + 1 + KR_SERVE_MAX_CONNS)
+#endif
+#if KR_LOOP_MAX_SOURCES > KR_PORT_POLL_MAX
+#error "KR_LOOP_MAX_SOURCES exceeds what one kr_port_poll call takes (KR_PORT_POLL_MAX)"
 #endif
 #ifndef KR_LOOP_MAX_TIMERS
 #define KR_LOOP_MAX_TIMERS 64      /* per connection, per resource, debounce, ... */

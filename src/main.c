@@ -21,6 +21,7 @@
 #include "loop.h"
 #include "mbedtls/build_info.h"
 #include "notify.h"
+#include "serve.h"
 #include "sink.h"
 #include "sink_dir.h"
 #include "supervise.h"
@@ -42,6 +43,11 @@ static int post_on;
 static struct kr_supervise sup;
 static int sup_on;
 static const char *resource_args[KR_MAX_RESOURCES];
+static struct kr_serve serve;
+static struct kr_serve_conn serve_conns[KR_SERVE_MAX_CONNS];
+
+#define KR_STR_(x) #x
+#define KR_STR(x) KR_STR_(x)
 
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...] [-- PROGRAM [ARGS ...]]\n"
@@ -132,6 +138,22 @@ static const char usage[] =
 	"  --child-signal SIG             sent to PROGRAM after changes (default HUP)\n"
 	"  --on-change signal|restart     restart: SIGTERM, --grace, SIGKILL, start again\n"
 	"  --grace SECONDS                after SIGTERM, before SIGKILL (default 10)\n"
+	"local endpoint (off unless --listen is given):\n"
+	"  --listen ADDR                  serve /healthz, /readyz, /metrics and a read-only\n"
+	"                                 Kubernetes API of the mirror (kubectl --server) on\n"
+	"                                 127.0.0.1:PORT, [::1]:PORT or unix:/PATH (mode 0600);\n"
+	"                                 another IP:PORT only with --listen-token-file\n"
+	"  --listen-token-file PATH       clients must send Authorization: Bearer <the file's\n"
+	"                                 token> (re-read when it changes; constant-time compare)\n"
+	"  --listen-max-conns N           local connections at once (default and most: "
+	KR_STR(KR_SERVE_MAX_CONNS) ")\n"
+	"  --serve-secrets                serve mirrored Secrets too (403 otherwise)\n"
+	"  --readyz-max-silence SECONDS   /readyz fails for a resource whose API server sent\n"
+	"                                 nothing for this long (default 180)\n"
+	"  --listen-idle-timeout SECONDS  a request head must arrive within this, and an answer\n"
+	"                                 (not a watch) be read within twice this (default 30)\n"
+	"  --listen-bookmark-interval SECONDS  BOOKMARK events to local watches that ask\n"
+	"                                 (default 60)\n"
 	"other:\n"
 	"  --print-budget                 print the static memory the capacities reserve\n"
 	"  --version                      print version, target, mbedTLS version and capacities\n"
@@ -172,6 +194,7 @@ struct options {
 	const char *http_post;
 	struct kr_supervise_opts sup;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
+	struct kr_serve_opts serve;
 };
 
 static void print_version(void)
@@ -266,8 +289,8 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 	}
 }
 
-/* The outputs main can add: --dir, --exec/--signal, --http-post, -- PROGRAM, JSON lines. */
-#define MAIN_SINKS 5
+/* The outputs main can add: --dir, --exec/--signal, --http-post, -- PROGRAM, --listen, JSON lines. */
+#define MAIN_SINKS 6
 _Static_assert(KR_MAX_SINKS >= MAIN_SINKS, "every output main can add needs a sink slot");
 
 /* Adds an output; a full table would drop events silently, so it is fatal. */
@@ -519,6 +542,41 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--watch-idle-timeout must be 1 to 86400 seconds, not '%s'", v);
 			o->cfg.watch_idle_timeout_s = (int)n;
+		} else if ((v = value_of(argc, argv, &i, "--listen", NULL))) {
+			if (!*v)
+				return usage_error("--listen needs 127.0.0.1:PORT, [::1]:PORT or unix:/PATH%s", "");
+			o->serve.listen = v;
+		} else if ((v = value_of(argc, argv, &i, "--listen-token-file", NULL))) {
+			if (!*v)
+				return usage_error("--listen-token-file needs a file%s", "");
+			o->serve.token_file = v;
+		} else if ((v = value_of(argc, argv, &i, "--listen-max-conns", NULL))) {
+			long n = parse_num(v, 1, KR_SERVE_MAX_CONNS);
+
+			if (n < 0)
+				return usage_error("--listen-max-conns must be 1 to %d (KR_SERVE_MAX_CONNS), not '%s'",
+						   KR_SERVE_MAX_CONNS, v);
+			o->serve.max_conns = (int)n;
+		} else if (strcmp(a, "--serve-secrets") == 0) {
+			o->serve.serve_secrets = 1;
+		} else if ((v = value_of(argc, argv, &i, "--readyz-max-silence", NULL))) {
+			long n = parse_num(v, 1, 86400);
+
+			if (n < 0)
+				return usage_error("--readyz-max-silence must be 1 to 86400 seconds, not '%s'", v);
+			o->serve.ready_silence_ms = (int)n * 1000;
+		} else if ((v = value_of(argc, argv, &i, "--listen-idle-timeout", NULL))) {
+			long n = parse_num(v, 1, 3600);
+
+			if (n < 0)
+				return usage_error("--listen-idle-timeout must be 1 to 3600 seconds, not '%s'", v);
+			o->serve.idle_ms = (int)n * 1000;
+		} else if ((v = value_of(argc, argv, &i, "--listen-bookmark-interval", NULL))) {
+			long n = parse_num(v, 1, 3600);
+
+			if (n < 0)
+				return usage_error("--listen-bookmark-interval must be 1 to 3600 seconds, not '%s'", v);
+			o->serve.bookmark_ms = (int)n * 1000;
 		} else if (strcmp(a, "--keep-managed-fields") == 0) {
 			o->cfg.keep_managed_fields = 1;
 		} else if (strcmp(a, "--once") == 0) {
@@ -770,6 +828,23 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		sup_on = 1;
 	}
+	if (o.serve.listen) {
+		o.serve.notify = notify_on ? &notify : NULL;
+		o.serve.post = post_on ? &post : NULL;
+		r = kr_serve_init(&serve, loop, kr_client_reflect(client), kr_client_store(client), &o.serve,
+				  serve_conns, err, sizeof(err));
+		if (r != 0) {
+			kr_dprintf(2, "kreflect: %s\n", err);
+			return r == KR_EIO ? EXIT_FATAL : EXIT_USAGE;
+		}
+		if (add_sink(kr_serve_event, &serve) != 0)
+			return EXIT_FATAL;
+		kr_log(KR_LOG_INFO, "serving the mirror on %s%s", serve.where,
+		       serve.need_token ? " (bearer token required)" : "");
+	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets) {
+		return usage_error("--listen-token-file, --listen-max-conns and --serve-secrets need "
+				   "--listen%s", "");
+	}
 	if (!o.output_none) {
 		kr_jsonl_init(&jsonl, 1);
 		if (add_sink(kr_jsonl_event, &jsonl) != 0)
@@ -786,6 +861,8 @@ int main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 	kr_client_stop(client);
+	if (o.serve.listen)
+		kr_serve_close(&serve);
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
 	if (o.once && !once_failed && kr_client_ready(client) > 0 && partial_mirror())

@@ -1054,6 +1054,8 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 		return;
 	}
 	/* 410 or TooLarge on the first page: at once again with RV "" (consistent read). */
+	if (is_expired(r))
+		r->expired++;
 	if ((is_expired(r) || r->err_too_large) && !r->continue_token[0] && !r->list_expired_retried) {
 		kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
 		       r->res.name, r->list_req_rv, r->err_reason);
@@ -1110,6 +1112,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 			return;
 		}
 		if (is_expired(r) || r->err_too_large) {
+			r->expired += is_expired(r);
 			r->rv_unavailable = 1;
 			request(r, REQ_WATCHLIST);
 			return;
@@ -1125,6 +1128,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 			return;
 		}
 		if (is_expired(r) || r->err_too_large) {
+			r->expired += is_expired(r);
 			r->rv_unavailable = 1;
 			request(r, REQ_WATCHLIST);
 			return;
@@ -1161,10 +1165,14 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 			return;
 		if (r->status == 429 || r->status == 401 || r->status == 403) {
 			/* Throttled or refused: the resourceVersion is still good, no relist. */
+			r->restarts[KR_RS_THROTTLED]++;
 			backoff_then(r, again_watch, r->status == 429 ? "watch got 429" : "watch refused");
 			return;
 		}
 		r->errors++;
+		r->restarts[KR_RS_HTTP_ERROR]++;
+		if (r->status == 410)
+			r->expired++;
 		kr_snprintf(why, sizeof(why), "watch got %d %s: %s", r->status, r->err_reason,
 			 r->err_message);
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, why);
@@ -1173,10 +1181,14 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	}
 	if (r->error_event) {
 		if (r->err_code == 429) {
+			r->restarts[KR_RS_THROTTLED]++;
 			backoff_then(r, again_watch, "watch ERROR 429");
 			return;
 		}
 		/* 410 and the rest: relist at the last RV after one backoff step. */
+		if (is_expired(r))
+			r->expired++;
+		r->restarts[is_expired(r) ? KR_RS_EXPIRED : KR_RS_ERROR_EVENT]++;
 		backoff_then(r, start_cycle, is_expired(r) ? "watch expired" : "watch ERROR event");
 		return;
 	}
@@ -1188,10 +1200,12 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	 */
 	if (r->stream_error || err == KR_EPROTO) {
 		r->errors++;
+		r->restarts[KR_RS_STREAM_ERROR]++;
 		backoff_then(r, again_watch, "malformed watch stream");
 		return;
 	}
 	if (r->skipped || r->room_relist) {
+		r->restarts[KR_RS_NOT_HELD]++;
 		r->room_relist = 0;
 		backoff_then(r, start_cycle, r->skipped ? "an event could not be held"
 			     : "a delete made room for objects the last sync could not hold");
@@ -1200,6 +1214,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	if (err != 0 && r->status == 0) {
 		/* No answer at all (refused, unreachable, TLS): same RV after backoff. */
 		r->errors++;
+		r->restarts[KR_RS_CONNECTION]++;
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
 		backoff_then(r, again_watch, "watch request failed");
 		return;
@@ -1207,6 +1222,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	if (very_short) {
 		kr_log(KR_LOG_WARN, "%s: very short watch: the watch lasted less than a second "
 		       "with no events", r->res.name);
+		r->restarts[KR_RS_VERY_SHORT]++;
 		backoff_then(r, start_cycle, "very short watch");
 		return;
 	}
@@ -1214,6 +1230,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		kr_log(KR_LOG_INFO, "%s: watch closed: %s; watching again from %s", r->res.name,
 		       reason, r->last_rv);
 	/* A clean end (timeoutSeconds) or a dropped stream: re-watch at once. */
+	r->restarts[KR_RS_CLOSED]++;
 	request(r, REQ_WATCH);
 }
 

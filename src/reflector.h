@@ -29,7 +29,7 @@
 #include "store.h"
 
 #ifndef KR_MAX_SINKS
-#define KR_MAX_SINKS 6             /* main's five outputs, and one for a library caller */
+#define KR_MAX_SINKS 7             /* main's six outputs, and one for a library caller */
 #endif
 
 struct kr_reflect;
@@ -44,6 +44,20 @@ struct kr_reflector_opts {
 	int idle_default_ms;           /* read-idle deadline before any bookmark */
 	int min_watch_timeout_s;       /* timeoutSeconds in [min, 2*min) */
 	int once;                      /* stop the loop after every resource synced once */
+};
+
+/* Why a watch ended and was started again, counted per resource for /metrics. */
+enum kr_restart {
+	KR_RS_CLOSED,                  /* a clean end (timeoutSeconds) or a dropped stream */
+	KR_RS_EXPIRED,                 /* ERROR 410: relist */
+	KR_RS_ERROR_EVENT,             /* another ERROR event */
+	KR_RS_HTTP_ERROR,              /* the watch request was refused (4xx/5xx) */
+	KR_RS_THROTTLED,               /* 429, Retry-After, 401/403 */
+	KR_RS_STREAM_ERROR,            /* broken framing, chunking or JSON */
+	KR_RS_CONNECTION,              /* no answer: refused, unreachable, TLS */
+	KR_RS_VERY_SHORT,              /* under a second with no events */
+	KR_RS_NOT_HELD,                /* an event could not be held: relist */
+	KR_RS_N
 };
 
 enum kr_phase {
@@ -138,6 +152,8 @@ struct kr_reflector {
 	int room_relist;               /* a delete after a partial sync: relist for the rest */
 	enum kr_state told_state;      /* the last state given to top->on_state */
 	unsigned long lists, watch_lists, watches, relists, errors;
+	unsigned long restarts[KR_RS_N]; /* watches ended, by reason */
+	unsigned long expired;         /* 410 Gone/Expired: answers and ERROR events */
 	/* the shared tail: bytes held back for another's object, turns given at
 	 * an object boundary, stalled objects cut, own objects read again */
 	unsigned long tail_waits, tail_yields, tail_cuts, tail_rereads;

@@ -136,6 +136,16 @@ int kr_resource_lookup(const char *arg, struct kr_resource *out, char *err, size
 	return KR_ENOENT;
 }
 
+const char *kr_resource_short_name(const struct kr_resource *r)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (strcmp(builtins[i].group, r->group) == 0 && strcmp(builtins[i].plural, r->plural) == 0)
+			return builtins[i].shortname;
+	return "";
+}
+
 int kr_resource_path(const struct kr_resource *r, char *buf, size_t size)
 {
 	int n;

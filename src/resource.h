@@ -47,4 +47,7 @@ void kr_resource_set_name(struct kr_resource *r);
  */
 int kr_resource_path(const struct kr_resource *r, char *buf, size_t size);
 
+/* The built-in short name of r ("cm" for configmaps), or "" (for discovery documents). */
+const char *kr_resource_short_name(const struct kr_resource *r);
+
 #endif /* KR_RESOURCE_H */

@@ -445,6 +445,14 @@ int kr_store_delete(struct kr_store *s, int res, const char *key, size_t keylen,
 	return 1;
 }
 
+int kr_store_at(const struct kr_store *s, uint32_t idx, struct kr_store_view *v)
+{
+	if (idx >= s->max_entries || !(s->entries[idx].flags & F_USED))
+		return 0;
+	fill_view(s, idx, v);
+	return 1;
+}
+
 int kr_store_get(const struct kr_store *s, int res, const char *key, size_t keylen,
 		 struct kr_store_view *v)
 {

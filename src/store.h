@@ -182,6 +182,13 @@ int kr_store_delete(struct kr_store *s, int res, const char *key, size_t keylen,
 int kr_store_get(const struct kr_store *s, int res, const char *key, size_t keylen,
 		 struct kr_store_view *v);
 
+/*
+ * Entry slot idx (0 .. max_entries-1) for a walk that resumes across loop
+ * passes (the local endpoint's lists): returns 1 with *v filled if the slot
+ * is in use, 0 if not. Slots keep their index while the arena moves.
+ */
+int kr_store_at(const struct kr_store *s, uint32_t idx, struct kr_store_view *v);
+
 /* Sets the seen mark of an existing entry (a relisted item that is unchanged); 1 if found, else 0. */
 int kr_store_mark(struct kr_store *s, int res, const char *key, size_t keylen, uint32_t seen);
 

@@ -72,6 +72,7 @@ for t in "$@"; do
 	run_suite "files/$t" sh tests/files/run.sh "$t"
 	run_suite "supervise/$t" sh tests/supervise/run.sh "$t"
 	run_suite "example/$t" python3 tests/example/run.py "$t"
+	run_suite "serve/$t" sh tests/serve/run.sh "$t"
 done
 
 case " $* " in

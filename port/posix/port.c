@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,11 +287,93 @@ void kr_port_close(int fd)
 		close(fd);
 }
 
+/* --- listening ------------------------------------------------------------------------- */
+
+int kr_port_tcp_listen(const struct kr_addr *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = to_sockaddr(addr, &ss);
+	int one = 1, fd;
+
+	fd = socket(addr->family == 6 ? AF_INET6 : AF_INET,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		last_errno = errno;
+		return KR_IO_ERR;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (addr->family == 6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 64) < 0) {
+		last_errno = errno;
+		close(fd);
+		return KR_IO_ERR;
+	}
+	return fd;
+}
+
+int kr_port_unix_listen(const char *path, unsigned mode)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	int fd, r;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (!*path || strlen(path) >= sizeof(sun.sun_path))
+		return KR_EINVAL;
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		/* Only a socket left by an earlier run is ours to replace. */
+		if (!S_ISSOCK(st.st_mode))
+			return KR_EINVAL;
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		last_errno = errno;
+		return KR_IO_ERR;
+	}
+	/* bind() creates the file with the umask applied: no wider than mode from the start. */
+	old = umask((mode_t)(~mode & 0777));
+	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (r < 0 || chmod(path, (mode_t)mode) < 0 || listen(fd, 64) < 0) {
+		last_errno = errno;
+		close(fd);
+		return KR_IO_ERR;
+	}
+	return fd;
+}
+
+int kr_port_accept(int fd)
+{
+	int c;
+
+	do
+		c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	while (c < 0 && errno == EINTR);
+	if (c >= 0) {
+		/* A local reader's backlog is bounded in the kernel too (it doubles this),
+		 * not grown towards tcp_wmem's megabytes by autotuning. */
+		int sndbuf = 65536;
+
+		setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+		return c;
+	}
+	last_errno = errno;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EMFILE ||
+	    errno == ENFILE || errno == ENOBUFS || errno == ENOMEM || errno == EPROTO)
+		return KR_IO_WAIT;
+	return KR_IO_ERR;
+}
+
 /* --- poll ------------------------------------------------------------------------------ */
 
 int kr_port_poll(struct kr_pollfd *fds, int n, int timeout_ms)
 {
-	struct pollfd p[64];
+	struct pollfd p[KR_PORT_POLL_MAX];
 	int i, r;
 
 	if (n > (int)(sizeof(p) / sizeof(p[0])))

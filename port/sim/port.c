@@ -189,3 +189,24 @@ int kr_port_signal_number(const char *name)
 			return sigs[i].sig;
 	return -1;
 }
+
+/* --- listening: the simulated device serves nothing locally ------------------------------ */
+
+int kr_port_tcp_listen(const struct kr_addr *addr)
+{
+	(void)addr;
+	return KR_IO_ERR;
+}
+
+int kr_port_unix_listen(const char *path, unsigned mode)
+{
+	(void)path;
+	(void)mode;
+	return KR_IO_ERR;
+}
+
+int kr_port_accept(int fd)
+{
+	(void)fd;
+	return KR_IO_ERR;
+}

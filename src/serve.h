@@ -1,0 +1,167 @@
+/*
+ * The local endpoint (--listen): /healthz, /readyz, Prometheus /metrics and a
+ * read-only Kubernetes API answered from the mirror, on the reflector's own
+ * loop, in caller-owned fixed storage.
+ *
+ * It is a sink (kr_serve_event) and reads the store for lists. Watches do
+ * not get copies of events: every change is appended, as (resource, type,
+ * key, resourceVersion), to one bounded history ring, and each watcher
+ * reads the ring at its own pace, taking each object from the store when
+ * its socket can take it. So the reflector's cost per change is the same
+ * with 0 or 50 watchers, and a watcher that stops reading is passed by the
+ * ring and dropped with a 410 Status (as the kube-apiserver's watch cache
+ * drops one); it never holds the reflector back.
+ */
+#ifndef KR_SERVE_H
+#define KR_SERVE_H
+
+#include <stdint.h>
+
+#include "auth.h"
+#include "http_server.h"
+#include "kreflect_config.h"
+#include "loop.h"
+#include "reflector.h"
+#include "sink.h"
+#include "store.h"
+
+struct kr_notify;
+struct kr_out;
+struct kr_http_post;
+
+/* Bytes of the change history ring (records of about 40 bytes + key). */
+#define KR_SERVE_HISTORY_BYTES ((size_t)KR_SERVE_HISTORY * 64u)
+
+struct kr_serve_opts {
+	const char *listen;            /* 127.0.0.1:PORT, [::1]:PORT, unix:/PATH, or another IP:PORT */
+	const char *token_file;        /* bearer token clients must send; needed off loopback */
+	int max_conns;                 /* 1..KR_SERVE_MAX_CONNS; 0 = KR_SERVE_MAX_CONNS */
+	int serve_secrets;             /* secrets are 403 unless set */
+	int ready_silence_ms;          /* /readyz: a resource silent longer is not ready; 0 = 180 s */
+	int bookmark_ms;               /* local watches that ask: a BOOKMARK this often; 0 = 60 s */
+	int idle_ms;                   /* a request head within this, a list or answer read within
+					  twice this, or the connection is closed; 0 = 30 s */
+	const struct kr_notify *notify;      /* for hook metrics (may be NULL) */
+	const struct kr_http_post *post;     /* likewise */
+};
+
+enum kr_serve_conn_state {
+	KR_SC_FREE,
+	KR_SC_READING,                 /* a request head */
+	KR_SC_WRITING,                 /* a response; then back to READING or closed */
+	KR_SC_LISTING,                 /* a list response, item by item */
+	KR_SC_WATCHING,                /* a watch stream */
+};
+
+/* One local connection; all of it is fixed-size. */
+struct kr_serve_conn {
+	struct kr_source src;
+	struct kr_serve *srv;
+	enum kr_serve_conn_state state;
+	int keep_alive;
+	int chunked;                   /* the response is chunked (HTTP/1.1) */
+	int head_only;                 /* HEAD: no body */
+	struct kr_http_server_req req;
+	/* the list or watch in progress */
+	int res;                       /* reflector index */
+	char ns[64];                   /* "" = every namespace held */
+	char name[256];                /* fieldSelector metadata.name=, "" = any */
+	int name_neg;                  /* metadata.name!= */
+	char labels[KR_SELECTOR_MAX];  /* labelSelector, "" = every object */
+	uint32_t cursor;               /* list: next entry index */
+	long limit, sent;              /* list: page size (0 = all), items written */
+	int first;                     /* list: no item written yet */
+	uint64_t seq;                  /* watch: next history record */
+	size_t pos;                    /* watch: its byte offset in the ring */
+	kr_ms_t deadline;              /* reading: the head's; a dropped watcher's last words */
+	int bookmarks;                 /* watch: allowWatchBookmarks */
+	kr_ms_t watch_end;             /* watch: timeoutSeconds, 0 = none */
+	kr_ms_t bookmark_at;           /* watch: next bookmark */
+	int initial;                   /* watch: synthetic ADDED of the current objects first */
+	/* an object larger than the buffer, sent straight from the arena */
+	char big_key[KR_KEY_MAX];
+	char big_rv[KR_RV_MAX];
+	size_t big_off, big_len;
+	int big;                       /* 1 while big_* is being sent */
+	size_t out_len, out_off;
+	char out[KR_SERVE_OUT_BYTES];
+};
+
+/* Per resource, what the sink saw. */
+struct kr_serve_res {
+	unsigned long long events[4];  /* ADDED, MODIFIED, DELETED, RESYNC */
+	unsigned long syncs;
+	int64_t last_sync_wall;        /* seconds since the epoch, 0 = never */
+	char rv[KR_RV_MAX];            /* the newest resourceVersion the mirror is at */
+};
+
+struct kr_serve {
+	struct kr_loop *loop;
+	struct kr_reflect *top;
+	struct kr_store *store;
+	struct kr_serve_opts opts;
+	int unix_socket;
+	char where[128];               /* the address, for logs and metrics */
+	struct kr_source listener;
+	struct kr_timer tick;          /* bookmarks, watch timeouts */
+	struct kr_auth token;          /* --listen-token-file */
+	int need_token;
+	struct kr_serve_conn *conns;
+	int nconns;                    /* slots in use allowed: opts.max_conns */
+	kr_ms_t started;
+	kr_ms_t last_pass;             /* the loop ran its hooks (for /healthz) */
+	struct kr_serve_res res[KR_MAX_RESOURCES];
+	/* the change history ring */
+	unsigned char ring[KR_SERVE_HISTORY_BYTES];
+	size_t ring_head, ring_tail;   /* byte offsets: next write, oldest record */
+	uint64_t seq_head, seq_tail;   /* next record's number, oldest record's number */
+	/* counters */
+	unsigned long long accepted, refused, requests, watchers_dropped, watches_started;
+	unsigned long long responses[6]; /* by first digit of the status, 1xx..5xx */
+	unsigned long long bytes_out;
+};
+
+/*
+ * Checks opts and opens the listening socket; serves from kr_serve_start on.
+ * conns[0..KR_SERVE_MAX_CONNS) is caller-owned. Returns 0, or KR_EINVAL
+ * (bad address; a non-loopback one without a token file), KR_EAUTH (token
+ * file unreadable), KR_EIO (cannot listen) with a message in err.
+ */
+int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *top,
+		  struct kr_store *store, const struct kr_serve_opts *opts,
+		  struct kr_serve_conn *conns, char *err, size_t errlen);
+
+/* The sink: records every change in the history ring and wakes watchers. */
+void kr_serve_event(void *arg, const struct kr_event *ev);
+
+/* Closes every connection and the listener (a unix socket's file is removed). */
+void kr_serve_close(struct kr_serve *s);
+
+/*
+ * Parses a --listen value. Returns 1 for unix:PATH (path copied), 0 for an
+ * IP:PORT (*addr set; *loopback says whether it is 127/8 or ::1), or
+ * KR_EINVAL.
+ */
+int kr_serve_parse_listen(const char *spec, struct kr_addr *addr, int *loopback, char *path,
+			  size_t pathlen);
+
+/*
+ * Whether an object's labels (the object JSON, tokens from toks) match a
+ * label selector (=, ==, !=, in, notin, exists, !exists). Returns 1 match,
+ * 0 not, KR_EINVAL for a selector it cannot read.
+ */
+int kr_serve_labels_match(const char *sel, const char *obj, size_t objlen, kr_json_tok *toks,
+			  int ntoks);
+
+/*
+ * The history position just after the newest change of resource res at
+ * resourceVersion rv (a change's or a list's). Returns 1 with *seq (the next
+ * record's number) and *pos set, or 0 if the ring no longer holds it.
+ */
+int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uint64_t *seq,
+			  size_t *pos);
+
+/* Writes the Prometheus text of s into o (for tests; /metrics uses it). */
+void kr_serve_metrics(struct kr_serve *s, struct kr_out *o);
+
+#endif /* KR_SERVE_H */

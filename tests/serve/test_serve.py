@@ -1,0 +1,712 @@
+#!/usr/bin/env python3
+"""The local endpoint (--listen) end to end: the real kreflect binary against the
+test API server, and local clients against kreflect.
+
+    python3 tests/serve/test_serve.py [BINARY] [-j N] [NAME ...]
+
+Built on tests/e2e/test_e2e.py (its Scenario, Kreflect and runner); scenarios are
+named Serve*, and their artifacts go to build/test/e2e-<target>/Serve*/. What is
+checked: health and readiness (and the reasons readiness names), /metrics through
+`promtool check metrics` and against the server's state, lists, gets, selectors
+and paging against the server, watches (resume from a resourceVersion, bookmarks,
+410 for a forgotten one, a slow reader dropped while upstream keeps flowing), every
+error status, the unix socket's mode, the bearer token, the connection bound, and
+kubectl (build/deps/trixie/usr/bin/kubectl, or $KR_KUBECTL).
+
+The last line is "N passed, N failed".
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+import test_e2e as e2e  # noqa: E402
+from test_e2e import Fail, check, wait_until  # noqa: E402
+
+e2e.SCENARIOS = []
+scenario = e2e.scenario
+NS = "/api/v1/namespaces/default/configmaps"
+KUBECTL = os.environ.get("KR_KUBECTL") or os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Local:
+    """kreflect with --listen on a free loopback port, synced."""
+
+    def __init__(self, s, *args, resources=("configmaps",), wait=True, **kw):
+        self.port = free_port()
+        self.kr = s.kreflect("--listen", "127.0.0.1:%d" % self.port, *args, resources=resources, **kw)
+        if wait:
+            self.kr.wait_synced(len(resources), timeout=10)
+
+    def req(self, path, method="GET", headers=None, timeout=10):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def json(self, path, want=200, **kw):
+        st, _, body = self.req(path, **kw)
+        check(st == want, "%s: status %d, not %d: %s" % (path, st, want, body[:300]))
+        return json.loads(body)
+
+    def raw(self, data, timeout=5):
+        """Sends raw bytes; returns everything read until the server closes."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as c:
+            c.sendall(data)
+            out = b""
+            while True:
+                try:
+                    b = c.recv(65536)
+                except socket.timeout:
+                    break
+                if not b:
+                    break
+                out += b
+            return out
+
+    def watch(self, query, timeout=10):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c.request("GET", NS + "?watch=1&" + query)
+        r = c.getresponse()
+        check(r.status == 200, "watch %s: status %d" % (query, r.status))
+        return c, r
+
+
+def next_event(r):
+    line = r.readline()
+    check(line, "the watch ended")
+    return json.loads(line)
+
+
+def status_of(body):
+    st = json.loads(body)
+    check(st.get("kind") == "Status" and st.get("apiVersion") == "v1" and st.get("status") == "Failure",
+          "not a Status: %s" % body[:200])
+    return st
+
+
+def names_rvs(items):
+    return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in items}
+
+
+def keys_rvs(items):
+    """As Scenario.server_objects: namespace/name -> resourceVersion."""
+    return {"%s/%s" % (o["metadata"]["namespace"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+            for o in items}
+
+
+# =========================================================================== health and metrics
+
+@scenario("ServeHealthAndReadiness", 8)
+def t_health(s):
+    s.server("--bookmark-interval", "1")
+    for i in range(3):
+        s.create("cm-%d" % i)
+    lo = Local(s, "--readyz-max-silence", "3")
+    st, _, body = lo.req("/healthz")
+    check(st == 200 and body == b"ok", "/healthz: %d %r" % (st, body))
+    st, _, body = lo.req("/healthz?verbose")
+    check(st == 200 and b"healthz check passed" in body, "/healthz?verbose: %r" % body)
+    st, _, body = lo.req("/livez")
+    check(st == 200, "/livez: %d" % st)
+    st, _, body = lo.req("/readyz")
+    check(st == 200 and body == b"ok", "/readyz while synced: %d %r" % (st, body))
+    st, _, body = lo.req("/readyz?verbose")
+    check(st == 200 and b"[+]synced:configmaps ok" in body and b"[+]upstream:configmaps ok" in body
+          and body.endswith(b"readyz check passed\n"), "/readyz?verbose: %r" % body)
+    st, _, body = lo.req("/readyz", method="HEAD")
+    check(st == 200 and body == b"", "HEAD /readyz: %d %r" % (st, body))
+    # The API server goes silent (stopped): after the threshold, not ready, with the reason.
+    s.srv.stop()
+    wait_until(lambda: lo.req("/readyz")[0] == 503, 8, "/readyz to fail after the server stopped")
+    st, _, body = lo.req("/readyz")
+    lines = body.decode().splitlines()
+    check(lines[-1] == "readyz check failed", "last line: %r" % lines)
+    check(any(ln.startswith("[-]upstream:configmaps failed: no byte from the API server for ") for ln in lines),
+          "no upstream line: %r" % lines)
+    check("[+]synced:configmaps ok" in lines, "the resource stays synced: %r" % lines)
+    # Alive all the same, and still serving the mirror.
+    check(lo.req("/healthz")[0] == 200, "/healthz after the server stopped")
+    check(len(lo.json(NS)["items"]) == 3, "the mirror is served without the server")
+
+
+@scenario("ServeNotReadyBeforeSync", 4)
+def t_not_ready(s):
+    s.server()
+    port = free_port()
+    # Nothing listens at the API server address: never synced.
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, server_url="https://127.0.0.1:%d" % free_port())
+    lo = Local.__new__(Local)
+    lo.port, lo.kr = port, kr
+    wait_until(lambda: _up(lo), 5, "the listener")
+    st, _, body = lo.req("/readyz")
+    check(st == 503, "/readyz before sync: %d" % st)
+    check(b"[-]synced:configmaps failed: not synced yet" in body, "reason: %r" % body)
+    st, _, body = lo.req(NS)
+    check(st == 503 and status_of(body)["code"] == 503, "a list before sync: %d %r" % (st, body))
+
+
+def _up(lo):
+    try:
+        return lo.req("/healthz", timeout=1)[0] == 200
+    except OSError:
+        return False
+
+
+def promtool_check(text):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30)
+    check(p.returncode == 0, "promtool check metrics failed (%d): %s %s"
+          % (p.returncode, p.stdout.decode()[-500:], p.stderr.decode()[-500:]))
+
+
+def metric(text, name, labels=None):
+    for line in text.decode().splitlines():
+        if line.startswith("#"):
+            continue
+        key, _, val = line.rpartition(" ")
+        n, _, lab = key.partition("{")
+        if n != name:
+            continue
+        if labels and any('%s="%s"' % (k, v) not in lab for k, v in labels.items()):
+            continue
+        return float(val)
+    raise Fail("no metric %s %s" % (name, labels or ""))
+
+
+@scenario("ServeMetrics", 6)
+def t_metrics(s):
+    if not shutil.which("promtool"):
+        raise Fail("promtool is not installed (Debian package prometheus: make deps)")
+    s.server("--bookmark-interval", "1")
+    for i in range(4):
+        s.create("cm-%d" % i)
+    lo = Local(s, "--exec", "true", "--debounce", "100")
+    s.update("cm-1", {"k": "changed"})
+    s.delete("cm-2")
+    lo.kr.wait_event("DELETED", "cm-2")
+    s.ctl.drop_watches()
+    time.sleep(1.0)
+    st, hdr, text = lo.req("/metrics")
+    check(st == 200 and hdr.get("content-type", "").startswith("text/plain; version=0.0.4"),
+          "/metrics: %d %s" % (st, hdr))
+    promtool_check(text)
+    res = {"resource": "configmaps"}
+    check(metric(text, "kreflect_objects", res) == 3, "objects")
+    check(metric(text, "kreflect_events_total", dict(res, type="ADDED")) == 4, "ADDED")
+    check(metric(text, "kreflect_events_total", dict(res, type="MODIFIED")) == 1, "MODIFIED")
+    check(metric(text, "kreflect_events_total", dict(res, type="DELETED")) == 1, "DELETED")
+    check(metric(text, "kreflect_watch_lists_total", res) == 1, "watch-lists")
+    check(metric(text, "kreflect_synced", res) == 1, "synced")
+    check(metric(text, "kreflect_watch_restarts_total", dict(res, reason="closed")) >= 1,
+          "the dropped watch counted as a restart")
+    check(abs(metric(text, "kreflect_last_sync_timestamp_seconds", res) - time.time()) < 30, "last sync time")
+    check(0 <= metric(text, "kreflect_upstream_silence_seconds", res) < 5, "silence")
+    check(metric(text, "kreflect_received_bytes_total") > 1000, "bytes received")
+    check(metric(text, "kreflect_tls_handshakes_total", {"kind": "full"}) >= 1, "TLS handshakes")
+    check(metric(text, "kreflect_arena_capacity_bytes") > 0, "arena capacity")
+    check(metric(text, "kreflect_arena_bytes", {"state": "live"}) > 0, "arena live")
+    check(metric(text, "kreflect_hook_runs_total", {"hook": "exec"}) >= 1, "hook runs")
+    check(metric(text, "kreflect_hook_failures_total", {"hook": "exec"}) == 0, "hook failures")
+    version = re.search(r'#define KR_VERSION "([^"]+)"', open(os.path.join(ROOT, "src", "kreflect.h")).read()).group(1)
+    check(metric(text, "kreflect_build_info", {"version": version}) == 1, "build info (version %s)" % version)
+    check(metric(text, "kreflect_serve_requests_total") >= 1, "requests")
+
+
+# =========================================================================== the API
+
+@scenario("ServeListGetSelectors", 6)
+def t_list_get(s):
+    s.server()
+    for i in range(12):
+        s.create("cm-%02d" % i, labels={"app": "web" if i % 2 else "db", "n": str(i)})
+    lo = Local(s)
+    want = s.server_objects()
+    lst = lo.json(NS)
+    check(lst["kind"] == "ConfigMapList" and lst["apiVersion"] == "v1", "list kind: %s" % lst.get("kind"))
+    check(keys_rvs(lst["items"]) == want, "the list differs from the server")
+    check(lst["metadata"]["resourceVersion"], "a list resourceVersion")
+    one = lo.json(NS + "/cm-03")
+    check(one["metadata"]["name"] == "cm-03" and one["metadata"]["resourceVersion"] == want["default/cm-03"], "get")
+    check("managedFields" not in one["metadata"], "managedFields stripped as in the mirror")
+    st, _, body = lo.req(NS + "/cm-03", method="HEAD")
+    check(st == 200 and body == b"", "HEAD of one object")
+    got = names_rvs(lo.json(NS + "?labelSelector=app%3Dweb")["items"])
+    check(sorted(got) == ["cm-%02d" % i for i in range(1, 12, 2)], "labelSelector app=web: %s" % sorted(got))
+    got = names_rvs(lo.json(NS + "?labelSelector=app+in+(db),n+notin+(0,2)")["items"])
+    check(sorted(got) == ["cm-04", "cm-06", "cm-08", "cm-10"], "set selector: %s" % sorted(got))
+    got = names_rvs(lo.json(NS + "?fieldSelector=metadata.name%3Dcm-07")["items"])
+    check(list(got) == ["cm-07"], "fieldSelector: %s" % got)
+    got = names_rvs(lo.json(NS + "?fieldSelector=metadata.name!%3Dcm-07")["items"])
+    check(len(got) == 11 and "cm-07" not in got, "fieldSelector !=")
+    # Paging: limit/continue gathers every object exactly once.
+    seen, token, pages = {}, None, 0
+    while True:
+        q = NS + "?limit=5" + ("&continue=" + token if token else "")
+        page = lo.json(q)
+        pages += 1
+        check(len(page["items"]) <= 5, "page over the limit")
+        for o in page["items"]:
+            check(o["metadata"]["name"] not in seen, "paged twice: %s" % o["metadata"]["name"])
+            seen[o["metadata"]["name"]] = o["metadata"]["resourceVersion"]
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+    check({"default/" + k: v for k, v in seen.items()} == want and pages == 3, "paging: %d pages, %d objects" % (pages, len(seen)))
+    # A continue token from before a change is too old: 410, as the API server says.
+    first = lo.json(NS + "?limit=5")
+    s.update("cm-00", {"k": "new"})
+    lo.kr.wait_event("MODIFIED", "cm-00")
+    st, _, body = lo.req(NS + "?limit=5&continue=" + first["metadata"]["continue"])
+    check(st == 410 and status_of(body)["reason"] == "Expired", "old continue: %d %r" % (st, body[:200]))
+
+
+@scenario("ServeDiscoveryAndKubectl", 12)
+def t_kubectl(s):
+    s.server()
+    s.ctl.register(group="example.com", version="v1", plural="widgets", kind="Widget")
+    s.ctl.create("widgets", "default", "w1", object={"spec": {"size": 3}})
+    for i in range(3):
+        s.create("cm-%d" % i)
+    lo = Local(s, resources=("configmaps", "widgets.example.com"))
+    check(lo.json("/api")["versions"] == ["v1"], "/api")
+    res = lo.json("/api/v1")["resources"]
+    check([r["name"] for r in res] == ["configmaps"], "/api/v1: %s" % res)
+    groups = lo.json("/apis")["groups"]
+    check([g["name"] for g in groups] == ["example.com"], "/apis: %s" % groups)
+    check([r["name"] for r in lo.json("/apis/example.com/v1")["resources"]] == ["widgets"], "group resources")
+    check(lo.json("/version")["gitVersion"].startswith("v1."), "/version")
+    check(lo.json("/apis/example.com/v1/namespaces/default/widgets/w1")["spec"]["size"] == 3, "custom resource")
+    if not os.access(KUBECTL, os.X_OK):
+        raise Fail("kubectl not found at %s (make deps fetches it; or set KR_KUBECTL)" % KUBECTL)
+    kc = [KUBECTL, "--server", "http://127.0.0.1:%d" % lo.port, "-n", "default"]
+
+    def kubectl(*a, timeout=20):
+        p = subprocess.run(kc + list(a), capture_output=True, timeout=timeout,
+                           env=dict(os.environ, HOME=s.dir, KUBECONFIG="/dev/null"))
+        with open(os.path.join(s.dir, "kubectl.log"), "ab") as f:
+            f.write(b"$ kubectl %s\n%s%s" % (" ".join(a).encode(), p.stdout, p.stderr))
+        return p
+    p = kubectl("get", "configmaps", "-o", "json")
+    check(p.returncode == 0, "kubectl get: %s" % p.stderr.decode()[-300:])
+    check(keys_rvs(json.loads(p.stdout)["items"]) == s.server_objects(), "kubectl get -o json differs")
+    p = kubectl("get", "cm", "cm-1", "-o", "yaml")
+    check(p.returncode == 0 and b"name: cm-1" in p.stdout, "kubectl get -o yaml: %s" % p.stderr[-300:])
+    p = kubectl("get", "widgets", "-o", "name")
+    check(p.returncode == 0 and p.stdout.strip() == b"widget.example.com/w1",
+          "kubectl get widgets: %r %r" % (p.stdout, p.stderr[-300:]))
+    # kubectl get -w: the list, then the changes as they come upstream.
+    w = subprocess.Popen(kc + ["get", "cm", "-w", "-o", "json", "--output-watch-events"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, HOME=s.dir, KUBECONFIG="/dev/null"))
+    e2e.remember(w)
+    try:
+        time.sleep(1.5)
+        s.create("cm-new")
+        s.delete("cm-0")
+        time.sleep(1.5)
+    finally:
+        w.terminate()
+        out, err = w.communicate(timeout=10)
+        e2e.forget(w)
+    seen, dec, text, i = [], json.JSONDecoder(), out.decode(), 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        ev, i = dec.raw_decode(text, i)
+        seen.append((ev["type"], ev["object"]["metadata"]["name"]))
+    check(seen[:3] == [("ADDED", "cm-0"), ("ADDED", "cm-1"), ("ADDED", "cm-2")] and
+          ("ADDED", "cm-new") in seen[3:] and ("DELETED", "cm-0") in seen[3:],
+          "kubectl get -w saw: %r %r" % (seen, err[-300:]))
+    # --watch-only: the changes only, none of the objects already there.
+    w = subprocess.Popen(kc + ["get", "cm", "--watch-only", "-o", "json", "--output-watch-events"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, HOME=s.dir, KUBECONFIG="/dev/null"))
+    e2e.remember(w)
+    try:
+        time.sleep(1.5)
+        s.update("cm-1", {"k": "watched"})
+        time.sleep(1.5)
+    finally:
+        w.terminate()
+        out, err = w.communicate(timeout=10)
+        e2e.forget(w)
+    seen, text, i = [], out.decode(), 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        ev, i = dec.raw_decode(text, i)
+        seen.append((ev["type"], ev["object"]["metadata"]["name"], ev["object"].get("data", {}).get("k")))
+    check(seen == [("MODIFIED", "cm-1", "watched")], "kubectl get --watch-only saw: %r %r" % (seen, err[-300:]))
+    p = kubectl("get", "secrets")
+    check(p.returncode != 0 and (b"NotFound" in p.stderr or b"not find" in p.stderr or
+                                 b"doesn't have a resource type" in p.stderr),
+          "secrets are not served here: %r" % p.stderr[-300:])
+
+
+@scenario("ServeWatch", 8)
+def t_watch(s):
+    s.server()
+    for i in range(3):
+        s.create("cm-%d" % i)
+    lo = Local(s, "--listen-bookmark-interval", "1")
+    lst = lo.json(NS)
+    rv0 = lst["metadata"]["resourceVersion"]
+    c, r = lo.watch("resourceVersion=%s&allowWatchBookmarks=true" % rv0)
+    s.update("cm-1", {"k": "v2"})
+    s.create("cm-9")
+    s.delete("cm-0")
+    got = []
+    while len([e for e in got if e["type"] != "BOOKMARK"]) < 3:
+        got.append(next_event(r))
+    changes = [(e["type"], e["object"]["metadata"]["name"]) for e in got if e["type"] != "BOOKMARK"]
+    check(changes == [("MODIFIED", "cm-1"), ("ADDED", "cm-9"), ("DELETED", "cm-0")], "watch saw %s" % changes)
+    mid_rv = [e for e in got if e["type"] == "MODIFIED"][0]["object"]["metadata"]["resourceVersion"]
+    # Bookmarks come at the asked interval, with the mirror's resourceVersion.
+    t0 = time.monotonic()
+    bm = next_event(r)
+    check(bm["type"] == "BOOKMARK" and time.monotonic() - t0 < 3, "a bookmark within the interval: %s" % bm)
+    check(bm["object"]["metadata"]["resourceVersion"] == s.rv(), "bookmark rv %s != %s"
+          % (bm["object"]["metadata"]["resourceVersion"], s.rv()))
+    c.close()
+    # Resume from the middle: the rest is replayed from the history.
+    c, r = lo.watch("resourceVersion=%s" % mid_rv)
+    ev = [next_event(r), next_event(r)]
+    check([(e["type"], e["object"]["metadata"]["name"]) for e in ev] == [("ADDED", "cm-9"), ("DELETED", "cm-0")],
+          "resume saw %s" % ev)
+    c.close()
+    # No resourceVersion: the current objects as ADDED, then live.
+    c, r = lo.watch("sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan")
+    ev = [next_event(r) for _ in range(3)]
+    check(sorted(e["object"]["metadata"]["name"] for e in ev) == ["cm-1", "cm-2", "cm-9"] and
+          all(e["type"] == "ADDED" for e in ev), "initial events %s" % ev)
+    end = next_event(r)
+    check(end["type"] == "BOOKMARK" and
+          end["object"]["metadata"].get("annotations", {}).get("k8s.io/initial-events-end") == "true",
+          "initial-events-end bookmark: %s" % end)
+    c.close()
+    # A forgotten resourceVersion: the kube-apiserver's 410 as the stream's one event.
+    c, r = lo.watch("resourceVersion=1")
+    ev = next_event(r)
+    check(ev["type"] == "ERROR" and ev["object"]["code"] == 410 and ev["object"]["reason"] == "Expired",
+          "old rv: %s" % ev)
+    check(r.readline() == b"", "the stream ends after the 410")
+    c.close()
+    # timeoutSeconds ends the stream cleanly.
+    c, r = lo.watch("resourceVersion=%s&timeoutSeconds=1" % s.rv())
+    t0 = time.monotonic()
+    check(r.read() == b"" and 0.8 < time.monotonic() - t0 < 4, "timeoutSeconds")
+    c.close()
+
+
+@scenario("ServeSlowWatcherDropped", 15)
+def t_slow(s):
+    s.server("--bookmark-interval", "0")
+    s.create("big-0")
+    lo = Local(s, "--listen-max-conns", "4")
+    # A watcher that never reads: a tiny receive buffer, so its socket fills fast.
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", lo.port))
+    slow.sendall(("GET %s?watch=1&resourceVersion=%s HTTP/1.1\r\nHost: x\r\n\r\n" % (NS, s.rv())).encode())
+    time.sleep(0.3)
+    # More changes than the history ring holds (3,000 records of ~40 bytes > 64 KiB),
+    # about 3.5 MB of events: more than the socket buffers and the connection's own.
+    s.ctl.bulk("configmaps", "default", 3000, size=1000)
+    # Upstream kept flowing: the mirror followed every change.
+    s.check_mirror(lo.kr, timeout=20)
+    text = lo.req("/metrics")[2]
+    check(metric(text, "kreflect_serve_watchers_dropped_total") == 1, "one watcher dropped")
+    check(metric(text, "kreflect_events_total", {"resource": "configmaps", "type": "ADDED"}) == 3001, "events")
+    # The dropped watcher gets the 410 Status at the end of what it had not read.
+    slow.settimeout(10)
+    data = b""
+    while True:
+        try:
+            b = slow.recv(1 << 20)
+        except socket.timeout:
+            break
+        if not b:
+            break
+        data += b
+    slow.close()
+    check(b'"type":"ERROR"' in data and b'"code":410' in data, "no 410 at the end: %r" % data[-300:])
+    check(data.endswith(b"0\r\n\r\n"), "the chunked stream is ended: %r" % data[-40:])
+
+
+# =========================================================================== errors and bounds
+
+@scenario("ServeErrorStatuses", 8)
+def t_errors(s):
+    s.server()
+    s.create("cm-1")
+    s.ctl.create("secrets", "default", "s1", data={"k": "dg=="})
+    lo = Local(s, resources=("configmaps", "secrets"))
+
+    def expect(path, code, reason, method="GET"):
+        st, hdr, body = lo.req(path, method=method)
+        check(st == code, "%s %s: %d, not %d: %r" % (method, path, st, code, body[:200]))
+        if method != "HEAD":
+            stt = status_of(body)
+            check(stt["code"] == code and stt["reason"] == reason, "%s: %s" % (path, stt))
+    expect("/nothing/here", 404, "NotFound")
+    expect("/api/v2", 404, "NotFound")
+    expect("/apis/apps/v1", 404, "NotFound")
+    expect("/api/v1/namespaces/default/pods", 404, "NotFound")
+    expect(NS + "/missing", 404, "NotFound")
+    expect(NS + "/cm-1/status", 404, "NotFound")
+    expect(NS + "/cm-1", 405, "MethodNotAllowed", method="DELETE")
+    expect(NS, 405, "MethodNotAllowed", method="POST")
+    expect("/api/v1/namespaces/default/secrets", 403, "Forbidden")
+    expect("/api/v1/namespaces/default/secrets/s1", 403, "Forbidden")
+    expect("/api/v1/namespaces/other/configmaps", 403, "Forbidden")
+    expect("/api/v1/configmaps", 403, "Forbidden")
+    expect(NS + "?labelSelector=a%3E1", 400, "BadRequest")
+    expect(NS + "?fieldSelector=spec.x%3D1", 400, "BadRequest")
+    expect(NS + "?limit=x", 400, "BadRequest")
+    expect(NS + "?continue=garbage", 400, "BadRequest")
+    expect("/api/v1/namespaces/default/config%2Fmaps", 400, "BadRequest")
+    # Each bound of a request's parameters, hit: a selector of KR_SELECTOR_MAX (512)
+    # bytes or more, a field selector value past its 256, a field selector past 320.
+    sel511 = ",".join(["a%3Db"] * 128)                      # 128 x "a=b": 511 bytes decoded
+    st, _, body = lo.req(NS + "?labelSelector=" + sel511)
+    check(st == 200 and json.loads(body)["items"] == [], "a 511-byte selector is read: %d" % st)
+    expect(NS + "?labelSelector=" + ",".join(["a%3Db"] * 127 + ["ab%3Db"]), 400, "BadRequest")
+    expect(NS + "?fieldSelector=metadata.name%3D" + "n" * 256, 400, "BadRequest")
+    expect(NS + "?fieldSelector=metadata.name%3D" + "n" * 400, 400, "BadRequest")
+    # Broken requests: the status a server sends, then the connection closes.
+    out = lo.raw(b"GET / HTTP/2.0\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 505 "), "HTTP/2.0: %r" % out[:60])
+    out = lo.raw(b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 414 "), "long target: %r" % out[:60])
+    out = lo.raw(b"GET / HTTP/1.1\r\nX: " + b"v" * 5000 + b"\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 431 "), "long head: %r" % out[:60])
+    out = lo.raw(b"GET / HTTP/1.1\r\n folded\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in out, "folded: %r" % out[:80])
+    out = lo.raw(b"\x00\x01\x02garbage\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 400 "), "garbage: %r" % out[:60])
+    # Keep-alive: two requests on one connection.
+    out = lo.raw(b"GET /healthz HTTP/1.1\r\n\r\n" + b"", timeout=1)
+    check(out.startswith(b"HTTP/1.1 200 ") and b"Connection: close" not in out, "keep-alive answer")
+    # kreflect itself is untouched.
+    s.update("cm-1", {"k": "after"})
+    lo.kr.wait_event("MODIFIED", "cm-1")
+    check(keys_rvs(lo.json(NS)["items"]) == s.server_objects(), "the mirror after the errors")
+
+
+@scenario("ServeLargeObjects", 6)
+def t_large(s):
+    """Objects larger than a connection's output buffer (KR_SERVE_OUT_BYTES, 32 KiB)
+    go out straight from the arena: in a list, a get and a watch, intact."""
+    s.server()
+    big = "".join("%08d" % i for i in range(25000))          # 200,000 bytes
+    s.create("small-1")
+    s.create("big-1", data={"v": big})
+    s.create("small-2")
+    lo = Local(s)
+    lst = lo.json(NS)
+    check(keys_rvs(lst["items"]) == s.server_objects(), "list with a large object")
+    check([o["data"].get("v") for o in lst["items"] if o["metadata"]["name"] == "big-1"] == [big],
+          "the large object in the list is intact")
+    check(lo.json(NS + "/big-1")["data"]["v"] == big, "get of the large object")
+    c, r = lo.watch("resourceVersion=%s" % lst["metadata"]["resourceVersion"])
+    s.update("big-1", {"v": big[::-1]})
+    s.update("small-1", {"k": "after"})
+    ev = [next_event(r), next_event(r)]
+    check(ev[0]["type"] == "MODIFIED" and ev[0]["object"]["data"]["v"] == big[::-1],
+          "the large object in a watch: %s" % str(ev[0])[:200])
+    check(ev[1]["object"]["metadata"]["name"] == "small-1", "the next event after it")
+    c.close()
+    c, r = lo.watch("sendInitialEvents=true&allowWatchBookmarks=true")
+    names = sorted(next_event(r)["object"]["metadata"]["name"] for _ in range(3))
+    check(names == ["big-1", "small-1", "small-2"], "initial events with a large object: %s" % names)
+    c.close()
+
+
+@scenario("ServeRandomRequests", 8)
+def t_random(s):
+    """2,000 requests built from random pieces of paths, parameters, selectors and
+    escapes (a fixed seed): each gets a whole HTTP answer with a status kreflect
+    can send, and the mirror is untouched (run under ASan it checks the routing too)."""
+    import random
+    rnd = random.Random(19)
+    s.server()
+    for i in range(5):
+        s.create("cm-%d" % i, labels={"app": "a%d" % (i % 2)})
+    lo = Local(s, "--listen-bookmark-interval", "1")
+    segs = ["api", "apis", "v1", "v2", "namespaces", "default", "other", "configmaps", "cm-1", "cm-9",
+            "example.com", "status", "", "..", "%2e", "%41", "%zz", "%00", "x" * 300]
+    keys = ["watch", "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion",
+            "timeoutSeconds", "allowWatchBookmarks", "sendInitialEvents", "verbose", "%6cimit", ""]
+    vals = ["1", "true", "True", "0", "-1", "99999999999999999999", "app%3Da1", "app+in+(a0,a1)",
+            "!app", "app!%3D", "metadata.name%3Dcm-1", "metadata.namespace%3Ddefault", "a%2Cb",
+            "%", "%4", "1.", "4294967295.1", "0." + "9" * 40, "x" * 700, "", "(", ")"]
+    codes = {200, 400, 401, 403, 404, 405, 410, 414, 431, 503, 505}
+    seen = {}
+    for n in range(2000):
+        path = "/" + "/".join(rnd.choice(segs) for _ in range(rnd.randint(0, 7)))
+        q = "&".join("%s=%s" % (rnd.choice(keys), rnd.choice(vals)) for _ in range(rnd.randint(0, 4)))
+        target = path + ("?" + q if q else "")
+        if "watch" in q and rnd.random() < 0.7:
+            q += "&timeoutSeconds=1"       # a watch that is answered ends soon
+            target = path + "?" + q
+        method = rnd.choice(["GET", "GET", "GET", "HEAD", "POST", "PUT"])
+        out = lo.raw(("%s %s HTTP/1.1\r\nConnection: close\r\n\r\n" % (method, target)).encode(), timeout=3)
+        check(out.startswith(b"HTTP/1.1 ") and int(out[9:12]) in codes,
+              "request %d %s %s: %r" % (n, method, target[:200], out[:80]))
+        seen[int(out[9:12])] = seen.get(int(out[9:12]), 0) + 1
+    with open(os.path.join(s.dir, "statuses.json"), "w") as f:
+        json.dump(seen, f)
+    check(all(seen.get(c) for c in (200, 400, 404, 405)), "statuses seen: %s" % seen)
+    check(lo.req("/healthz")[0] == 200, "alive after the random requests")
+    s.update("cm-1", {"k": "after"})
+    lo.kr.wait_event("MODIFIED", "cm-1")
+    check(keys_rvs(lo.json(NS)["items"]) == s.server_objects(), "the mirror after the random requests")
+
+
+@scenario("ServeIdleDeadlines", 8)
+def t_idle(s):
+    """--listen-idle-timeout 1: a head that does not complete within 1 s, and a list
+    not read within 2 s, lose their connection; a watch is not timed out by it."""
+    s.server()
+    s.ctl.bulk("configmaps", "default", 2000, size=1000)
+    lo = Local(s, "--listen-idle-timeout", "1")
+
+    def conns():
+        st, _, text = lo.req("/metrics")
+        return metric(text, "kreflect_serve_connections") if st == 200 else -1
+    slow_head = socket.create_connection(("127.0.0.1", lo.port))
+    slow_head.sendall(b"GET /heal")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.connect(("127.0.0.1", lo.port))
+    reader.sendall(("GET %s HTTP/1.1\r\n\r\n" % NS).encode())   # about 2 MB, never read
+    c, r = lo.watch("resourceVersion=%s" % s.rv())
+    time.sleep(0.3)
+    check(conns() == 4, "four connections open at first: %s" % conns())
+    t0 = time.monotonic()
+    wait_until(lambda: conns() == 2, 6, "the stalled head and the unread list to be closed")
+    took = time.monotonic() - t0
+    check(0.5 < took + 0.3 < 4.5, "closed after %.1f s" % (took + 0.3))
+    s.update("cm-00001", {"k": "still watched"})
+    ev = next_event(r)
+    check(ev["type"] == "MODIFIED" and ev["object"]["metadata"]["name"] == "cm-00001", "the watch lives on")
+    c.close()
+    slow_head.close()
+    reader.close()
+
+
+@scenario("ServeSecretsWhenAsked", 4)
+def t_secrets(s):
+    s.server()
+    s.ctl.create("secrets", "default", "s1", data={"k": "dg=="})
+    lo = Local(s, "--serve-secrets", resources=("secrets",))
+    check([o["metadata"]["name"] for o in lo.json("/api/v1/namespaces/default/secrets")["items"]] == ["s1"],
+          "secrets with --serve-secrets")
+    check([r["name"] for r in lo.json("/api/v1")["resources"]] == ["secrets"], "discovery lists secrets")
+
+
+@scenario("ServeConnectionBound", 6)
+def t_conn_bound(s):
+    s.server()
+    s.create("cm-1")
+    lo = Local(s, "--listen-max-conns", "2")
+    held = []
+    for _ in range(2):
+        c = socket.create_connection(("127.0.0.1", lo.port))
+        held.append(c)
+    time.sleep(0.2)
+    out = lo.raw(b"")       # the answer comes before any request: read it first
+    check(out.startswith(b"HTTP/1.1 503 ") and b'"code":503' in out, "third connection: %r" % out[:120])
+    text_before = None
+    held.pop().close()
+    time.sleep(0.2)
+    st, _, text_before = lo.req("/metrics")
+    check(st == 200 and metric(text_before, "kreflect_serve_refused_total") == 1, "refused counted")
+    check(metric(text_before, "kreflect_serve_connections_max") == 2, "max reported")
+    for c in held:
+        c.close()
+    def one_left():
+        st, _, text = lo.req("/metrics")
+        return st == 200 and metric(text, "kreflect_serve_connections") == 1
+    wait_until(one_left, 5, "the closed connections to be noticed")
+    # An idle connection that never sends its head is closed (after 30 s): not waited for here;
+    # a partial head is held until then, and others are served meanwhile.
+    c = socket.create_connection(("127.0.0.1", lo.port))
+    c.sendall(b"GET /hea")
+    check(lo.req("/healthz")[0] == 200, "served beside a partial head")
+    c.close()
+
+
+@scenario("ServeUnixSocketAndToken", 8)
+def t_unix_token(s):
+    s.server()
+    s.create("cm-1")
+    path = os.path.join(s.dir, "kr.sock")
+    kr = s.kreflect("--listen", "unix:" + path)
+    kr.wait_synced(1)
+    st = os.lstat(path)
+    check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, "socket mode %o" % st.st_mode)
+    with socket.socket(socket.AF_UNIX) as c:
+        c.connect(path)
+        c.sendall(b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        out = c.recv(4096)
+    check(out.startswith(b"HTTP/1.1 200 "), "over the unix socket: %r" % out[:60])
+    kr.stop()
+    check(not os.path.exists(path), "the socket file is removed on exit")
+    # Not loopback: refused without a token file...
+    bad = s.kreflect("--listen", "0.0.0.0:%d" % free_port(), name="nottoken")
+    check(bad.wait_exit(10) == 2 and "--listen-token-file is required" in bad.stderr(),
+          "0.0.0.0 without a token: %s" % bad.stderr_tail())
+    # ...and with one, every request needs it; the file is re-read when it changes.
+    tok = os.path.join(s.dir, "listen-token")
+    with open(tok, "w") as f:
+        f.write("first-token\n")
+    port = free_port()
+    kr = s.kreflect("--listen", "0.0.0.0:%d" % port, "--listen-token-file", tok, name="withtoken")
+    kr.wait_synced(1)
+    lo = Local.__new__(Local)
+    lo.port = port
+    st, hdr, body = lo.req("/healthz")
+    check(st == 401 and status_of(body)["reason"] == "Unauthorized", "no token: %d" % st)
+    check(lo.req("/healthz", headers={"Authorization": "Bearer wrong"})[0] == 401, "wrong token")
+    check(lo.req("/healthz", headers={"Authorization": "Bearer first-token"})[0] == 200, "right token")
+    with open(tok + ".new", "w") as f:
+        f.write("second-token\n")
+    os.rename(tok + ".new", tok)
+    check(lo.req("/healthz", headers={"Authorization": "Bearer first-token"})[0] == 401, "rotated out")
+    check(lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, "rotated in")
+    check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
+
+
+if __name__ == "__main__":
+    import atexit
+    import signal
+    atexit.register(e2e.kill_all)
+    signal.signal(signal.SIGTERM, e2e.on_signal)
+    signal.signal(signal.SIGINT, e2e.on_signal)
+    sys.exit(e2e.main(sys.argv[1:]))
