@@ -23,6 +23,7 @@
 #include "proxy.h"
 #include "reflector.h"
 #include "resource.h"
+#include "serve.h"
 #include "store.h"
 #include "tls.h"
 
@@ -68,6 +69,8 @@ struct kr_client {
 	int ncb;
 	void (*state_fn)(void *arg, const struct kr_state_change *st);
 	void *state_arg;
+
+	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
 
 	struct kr_loop loop;
 	struct kr_store store;
@@ -800,6 +803,10 @@ int kr_client_stop(struct kr_client *c)
 		return KR_EINVAL;
 	if (c->state == ST_STARTED)
 		kr_reflect_stop(&c->top);
+	if (c->serve) {
+		kr_serve_close(c->serve);
+		c->serve = NULL;
+	}
 	c->loop.stop = 1;
 	c->state = ST_STOPPED;
 	return 0;
@@ -869,6 +876,71 @@ int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n
 	if (m)
 		c->loop.wakeups++;
 	return kr_loop_process(&c->loop, pf, m);
+}
+
+/* --- the local endpoint ----------------------------------------------------------------------- */
+
+#define SERVE_BYTES (ALIGN16(sizeof(struct kr_serve)) + ALIGN16((size_t)KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn)))
+
+size_t kr_listen_memory(const struct kr_listen_config *lc)
+{
+	int n;
+
+	if (!lc || lc->max_conns < 0 || lc->max_conns > KR_SERVE_MAX_CONNS)
+		return 0;
+	n = lc->max_conns ? lc->max_conns : KR_SERVE_MAX_CONNS;
+	return ALIGN16(sizeof(struct kr_serve)) + ALIGN16((size_t)n * sizeof(struct kr_serve_conn));
+}
+
+int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const struct kr_serve_opts *o,
+			  char *err, size_t errlen)
+{
+	struct kr_serve *s = mem;
+	struct kr_listen_config lc;
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!valid(c) || !mem || !o || !o->listen || ((uintptr_t)mem & 15u))
+		return fail(err, errlen, KR_EINVAL, "kr_client_listen needs a client, aligned memory and an address");
+	if (c->in_callback || !c->started || c->state != ST_STARTED || c->serve)
+		return fail(err, errlen, KR_ESTATE, "the endpoint opens once, after kr_client_start");
+	memset(&lc, 0, sizeof(lc));
+	lc.max_conns = o->max_conns;
+	if (kr_listen_memory(&lc) == 0 || len < kr_listen_memory(&lc))
+		return fail(err, errlen, KR_ENOSPC, "the endpoint needs %zu bytes of memory, given %zu",
+			    kr_listen_memory(&lc), len);
+	if (c->ncb == MAX_CALLBACKS)
+		return fail(err, errlen, KR_ENOSPC, "no event callback left for the endpoint");
+	r = kr_serve_init(s, &c->loop, &c->top, &c->store, o,
+			  (struct kr_serve_conn *)(void *)((char *)mem + ALIGN16(sizeof(struct kr_serve))),
+			  err, errlen);
+	if (r != 0)
+		return r;
+	c->cb[c->ncb].fn = kr_serve_event;
+	c->cb[c->ncb].arg = s;
+	c->ncb++;
+	c->serve = s;
+	return 0;
+}
+
+int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr_listen_config *lc,
+		     char *err, size_t errlen)
+{
+	struct kr_serve_opts o;
+
+	if (!lc || lc->ready_silence_s < 0 || lc->ready_silence_s > 86400 || lc->idle_s < 0 ||
+	    lc->idle_s > 3600 || lc->bookmark_s < 0 || lc->bookmark_s > 3600)
+		return fail(err, errlen, KR_EINVAL, "kr_client_listen: a value is out of range");
+	memset(&o, 0, sizeof(o));
+	o.listen = lc->address;
+	o.token_file = lc->token_file;
+	o.max_conns = lc->max_conns;
+	o.serve_secrets = lc->serve_secrets;
+	o.ready_silence_ms = lc->ready_silence_s * 1000;
+	o.idle_ms = lc->idle_s * 1000;
+	o.bookmark_ms = lc->bookmark_s * 1000;
+	return kr_client_listen_opts(c, mem, len, &o, err, errlen);
 }
 
 /* --- reading ------------------------------------------------------------------------------- */

@@ -33,6 +33,11 @@ void kr_client_capacities(const struct kr_client *c, size_t *objects, size_t *ar
 /* The capacities cfg asks for (as kr_client_init resolves them): 0 or KR_EINVAL. */
 int kr_client_capacities_for(const struct kr_config *cfg, size_t *objects, size_t *arena);
 
+/* kr_client_listen with all of the endpoint's options (hook metrics of the CLI's outputs too). */
+struct kr_serve_opts;
+int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const struct kr_serve_opts *o,
+			  char *err, size_t errlen);
+
 /* sizeof(struct kr_client), for the budget. */
 size_t kr_client_struct_size(void);
 

@@ -320,6 +320,40 @@ int kr_client_foreach(struct kr_client *c, int res,
  */
 int kr_object_field(const char *obj, size_t objlen, const char *path, char *buf, size_t size);
 
+/* --- the local endpoint -------------------------------------------------------- */
+
+/*
+ * /healthz, /readyz, Prometheus /metrics and a read-only Kubernetes API of
+ * the mirror (lists, gets, watches from the mirror's change feed) for the
+ * other programs of the device, served from the client's own loop (its
+ * descriptors come out of kr_client_fds like the others). README: "Serve
+ * the mirror locally".
+ */
+struct kr_listen_config {
+	const char *address;           /* 127.0.0.1:PORT, [::1]:PORT or unix:/PATH (mode 0600);
+					  another IP:PORT only with token_file */
+	const char *token_file;        /* clients send Authorization: Bearer <its token> */
+	int max_conns;                 /* 0: the compile-time most (KR_SERVE_MAX_CONNS) */
+	int serve_secrets;             /* 1: Secrets too (403 otherwise) */
+	int ready_silence_s;           /* /readyz fails for a resource silent this long; 0: 180 */
+	int idle_s;                    /* a request head within this; 0: 30 */
+	int bookmark_s;                /* BOOKMARKs to local watches that ask; 0: 60 */
+};
+
+/* Bytes of memory the endpoint needs (its connections and change history); 0 if lc is bad. */
+size_t kr_listen_memory(const struct kr_listen_config *lc);
+
+/*
+ * Opens the endpoint in mem[0..len) (16-byte aligned, kr_listen_memory
+ * bytes, kept until the client stops) after kr_client_start. Uses one of
+ * the 8 event callbacks. Returns 0, KR_EINVAL (bad address, a non-loopback
+ * one without token_file; message in err), KR_ENOSPC (len too small, or
+ * no callback left), KR_ESTATE (not started, listening already, or from a
+ * callback), KR_EIO (the socket could not be opened).
+ */
+int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr_listen_config *lc,
+		     char *err, size_t errlen);
+
 /* --- health ------------------------------------------------------------------------ */
 
 struct kr_status {

@@ -43,8 +43,9 @@ static int post_on;
 static struct kr_supervise sup;
 static int sup_on;
 static const char *resource_args[KR_MAX_RESOURCES];
-static struct kr_serve serve;
-static struct kr_serve_conn serve_conns[KR_SERVE_MAX_CONNS];
+/* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
+static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn) + 16]
+	__attribute__((aligned(16)));
 
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
@@ -831,16 +832,13 @@ int main(int argc, char **argv)
 	if (o.serve.listen) {
 		o.serve.notify = notify_on ? &notify : NULL;
 		o.serve.post = post_on ? &post : NULL;
-		r = kr_serve_init(&serve, loop, kr_client_reflect(client), kr_client_store(client), &o.serve,
-				  serve_conns, err, sizeof(err));
+		r = kr_client_listen_opts(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
 		if (r != 0) {
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return r == KR_EIO ? EXIT_FATAL : EXIT_USAGE;
 		}
-		if (add_sink(kr_serve_event, &serve) != 0)
-			return EXIT_FATAL;
-		kr_log(KR_LOG_INFO, "serving the mirror on %s%s", serve.where,
-		       serve.need_token ? " (bearer token required)" : "");
+		kr_log(KR_LOG_INFO, "serving the mirror on %s%s", ((struct kr_serve *)(void *)serve_mem)->where,
+		       ((struct kr_serve *)(void *)serve_mem)->need_token ? " (bearer token required)" : "");
 	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets) {
 		return usage_error("--listen-token-file, --listen-max-conns and --serve-secrets need "
 				   "--listen%s", "");
@@ -860,9 +858,7 @@ int main(int argc, char **argv)
 		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 		return EXIT_FATAL;
 	}
-	kr_client_stop(client);
-	if (o.serve.listen)
-		kr_serve_close(&serve);
+	kr_client_stop(client);                /* closes the endpoint too */
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
 	if (o.once && !once_failed && kr_client_ready(client) > 0 && partial_mirror())

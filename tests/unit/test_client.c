@@ -319,3 +319,43 @@ KR_TEST(client, field_never_reads_past_a_cut_object)
 	}
 	return 0;
 }
+
+static char listen_mem[1u << 20] __attribute__((aligned(16)));
+
+KR_TEST(client, the_endpoint_opens_once_after_start)
+{
+	struct kr_client *c = new_client();
+	struct kr_listen_config lc;
+	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
+	char err[200];
+	size_t need;
+	int n, t, before;
+
+	check(c != NULL);
+	memset(&lc, 0, sizeof(lc));
+	lc.address = "127.0.0.1:0";
+	lc.max_conns = 4;
+	need = kr_listen_memory(&lc);
+	check(need > 0 && need <= sizeof(listen_mem));
+	lc.max_conns = 100000;
+	check(kr_listen_memory(&lc) == 0);
+	lc.max_conns = 4;
+	check(kr_client_listen(NULL, listen_mem, need, &lc, err, sizeof(err)) == KR_EINVAL);
+	check(kr_client_listen(c, listen_mem, need, &lc, err, sizeof(err)) == KR_ESTATE);
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_listen(c, listen_mem, need - 1, &lc, err, sizeof(err)) == KR_ENOSPC);
+	check(kr_client_listen(c, listen_mem + 8, need, &lc, err, sizeof(err)) == KR_EINVAL);
+	lc.address = "10.0.0.1:8080";                  /* not loopback and no token: refused */
+	check(kr_client_listen(c, listen_mem, need, &lc, err, sizeof(err)) == KR_EINVAL && err[0]);
+	lc.address = "127.0.0.1:0";
+	before = kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t);
+	check(before >= 0);
+	check(kr_client_listen(c, listen_mem, need, &lc, err, sizeof(err)) == 0);
+	check(kr_client_listen(c, listen_mem, need, &lc, err, sizeof(err)) == KR_ESTATE);
+	n = kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t);
+	check(n == before + 1);                        /* the listening socket */
+	check(kr_client_stop(c) == 0);
+	check(kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t) == 0);
+	return 0;
+}
