@@ -20,8 +20,11 @@ static const struct kr_budget_item items[] = {
 	  "KR_MAX_OBJECTS entries and their hash buckets" },
 	{ "reflectors", KR_MAX_RESOURCES * sizeof(struct kr_reflector),
 	  "per resource: connection, read buffer, HTTP and JSON state" },
-	{ "shared", sizeof(struct kr_reflect) + sizeof(struct kr_store) + sizeof(struct kr_loop),
+	{ "shared", sizeof(struct kr_reflect) - sizeof(struct kr_inflate) + sizeof(struct kr_store) +
+		    sizeof(struct kr_loop),
 	  "KR_JSON_TOKENS tokens for one object, loop, store header" },
+	{ "inflate", sizeof(struct kr_inflate),
+	  "gzip LIST bodies: the 32 KiB window and the code tables, one list at a time" },
 	{ "tls-heap", KR_TLS_HEAP_SIZE,
 	  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
 	{ "tls-config", sizeof(struct kr_tls_ctx) + KR_PEM_MAX + 3 + sizeof(struct kr_auth),
