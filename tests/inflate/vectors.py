@@ -7,7 +7,8 @@ the unit test compares what it decodes with what it generated itself, not
 with the decoder's own CRC. Each vector compresses it with another zlib
 strategy, so that stored, fixed and dynamic blocks, long and short matches,
 distances up to 32 KiB and every header field are decoded. Run it again
-(python3 tests/inflate/vectors.py) only to change the vectors.
+(python3 tests/inflate/vectors.py) only to change the vectors. It also writes
+the named seeds of the fuzz target, tests/corpus/inflate/.
 """
 import os
 import struct
@@ -65,6 +66,93 @@ def deflate(plain, level=6, strategy=zlib.Z_DEFAULT_STRATEGY):
     return c.compress(plain) + c.flush()
 
 
+class Bits:
+    """Deflate bits, least significant first; Huffman codes most significant bit first."""
+
+    def __init__(self):
+        self.out, self.acc, self.n = bytearray(), 0, 0
+
+    def bits(self, v, n):
+        self.acc |= v << self.n
+        self.n += n
+        while self.n >= 8:
+            self.out.append(self.acc & 0xFF)
+            self.acc >>= 8
+            self.n -= 8
+        return self
+
+    def code(self, c, n):
+        for i in reversed(range(n)):
+            self.bits((c >> i) & 1, 1)
+        return self
+
+    def lit(self, sym):                 # the fixed literal/length code
+        if sym < 144:
+            return self.code(0x30 + sym, 8)
+        if sym < 256:
+            return self.code(0x190 + sym - 144, 9)
+        if sym < 280:
+            return self.code(sym - 256, 7)
+        return self.code(0xC0 + sym - 280, 8)
+
+    def done(self):
+        if self.n:
+            self.bits(0, 8 - self.n)
+        return bytes(self.out)
+
+
+def member(raw, plain):
+    return gzip_member(raw, plain)
+
+
+def seeds(corpus):
+    """The named seeds of tests/corpus/inflate (fuzz_inflate.c): each a case the inflater must name."""
+    small = plain_text(6)
+    good = deflate(small, 6)
+    full = gzip_member(good, small)
+    fixed = Bits().bits(1, 1).bits(1, 2)
+    out = {
+        "valid-dynamic": full,
+        "valid-fixed": gzip_member(deflate(small, 6, zlib.Z_FIXED), small),
+        "valid-stored": gzip_member(deflate(small, 0), small),
+        "valid-header-fields": gzip_member(deflate(small, 9), small, flags=2 | 4 | 8 | 16,
+                                           extra=b"AP\x02\x00hi", name=b"n", comment=b"c"),
+        "valid-go-style": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff"
+                          + zlib.compressobj(1, zlib.DEFLATED, -15).compress(small)
+                          + b"",
+        "truncated-trailer": full[:-3],
+        "truncated-deflate": full[:len(full) // 2],
+        "truncated-header": full[:7],
+        "bad-crc": full[:-8] + bytes([full[-8] ^ 1]) + full[-7:],
+        "bad-isize": full[:-1] + bytes([full[-1] ^ 1]),
+        "bytes-after-end": full + b"\x00",
+        "bad-magic": b"\x1f\x8c" + full[2:],
+        "block-type-3": member(Bits().bits(1, 1).bits(3, 2).done(), b""),
+        "stored-bad-complement": member(Bits().bits(1, 1).bits(0, 2).bits(0, 5).bits(5, 16).bits(0xFFFB, 16)
+                                        .done() + b"hello", b"hello"),
+        "distance-too-far-back": member(Bits().bits(1, 1).bits(1, 2).lit(ord("x")).lit(257).code(1, 5)
+                                        .lit(256).done(), b"xxxx"),
+        "distance-at-start": member(Bits().bits(1, 1).bits(1, 2).lit(257).code(0, 5).lit(256).done(), b""),
+        "invalid-length-286": member(fixed.lit(286).done(), b""),
+        "invalid-distance-30": member(Bits().bits(1, 1).bits(1, 2).lit(ord("x")).lit(257).code(30, 5)
+                                      .done(), b""),
+        "oversubscribed-clen": member(Bits().bits(1, 1).bits(2, 2).bits(0, 5).bits(0, 5).bits(15, 4)
+                                      .bits(1, 3).bits(1, 3).bits(1, 3).bits(1, 3).done(), b""),
+        "too-many-lengths": member(Bits().bits(1, 1).bits(2, 2).bits(30, 5).bits(0, 5).bits(0, 4).done(), b""),
+        # 1 MiB of zeros in about 1 KiB: past the fuzz target's 256 KiB output bound.
+        "bomb": gzip_member(deflate(bytes(1 << 20), 9), bytes(1 << 20)),
+    }
+    # The Go-style seed ends as Go's Close does: a flush and an empty final stored block.
+    c = zlib.compressobj(1, zlib.DEFLATED, -15)
+    out["valid-go-style"] = (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff" + c.compress(small)
+                             + c.flush(zlib.Z_SYNC_FLUSH) + b"\x01\x00\x00\xff\xff"
+                             + struct.pack("<II", zlib.crc32(small), len(small)))
+    os.makedirs(corpus, exist_ok=True)
+    for name, data in out.items():
+        with open(os.path.join(corpus, name), "wb") as f:
+            f.write(data)
+
+
 def main():
     big = plain_text(300)
     mid = plain_text(100)
@@ -96,3 +184,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    seeds(os.path.join(HERE, "..", "corpus", "inflate"))
