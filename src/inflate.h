@@ -84,6 +84,7 @@ struct kr_inflate {
 	size_t whave;                  /* nonzero once the window wrapped: all of it is history */
 	size_t span;                   /* length of the span handed out last */
 	uint8_t lengths[320];          /* code lengths of a dynamic block */
+	uint32_t crc_table[4][256];    /* CRC-32, slicing by 4 */
 	struct kr_inflate_huff lencode;
 	struct kr_inflate_huff distcode;
 	unsigned char window[KR_INFLATE_WINDOW];
