@@ -11,7 +11,9 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Stripped x86_64 binary ceiling (bytes): today's size plus 2 %, so that growth is a
 # decision, not an accident; the README table has the real figures.
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-367000}
+# 2026-12-04: gzip lists (src/inflate.c, Content-Encoding in http and conn) took the
+# binary from 359,360 to 371,648 bytes (+9,088 of text): 379,000 is that plus 2 %.
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-379000}
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect
