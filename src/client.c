@@ -107,6 +107,7 @@ void kr_config_init(struct kr_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->watch_list = KR_WL_AUTO;
 	cfg->log_level = 1;
+	cfg->gzip = 1;
 }
 
 /* --- memory ------------------------------------------------------------------------- */
@@ -532,6 +533,7 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	if (cfg->watch_idle_timeout_s)
 		c->ropts.idle_default_ms = cfg->watch_idle_timeout_s * 1000;
 	c->ropts.keep_managed_fields = cfg->keep_managed_fields;
+	c->ropts.gzip = cfg->gzip;
 	c->ropts.once = cfg->stop_after_sync;
 
 	/* Start-up scratch in the arena: the kubeconfig reader, then PEM files. */

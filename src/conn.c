@@ -117,6 +117,7 @@ static void drop_socket(struct kr_conn *c, const char *reason)
 	c->state = KR_CONN_IDLE;
 	c->gen++;
 	c->held = 0;
+	c->inflating = 0;
 	if (reason)
 		kr_snprintf(c->reason, sizeof(c->reason), "%s", reason);
 }
@@ -135,6 +136,7 @@ static void end_request(struct kr_conn *c, int err, const char *reason)
 	c->have_request = 0;
 	c->gen++;
 	c->held = 0;
+	c->inflating = 0;
 	if (on_end)
 		on_end(arg, err, why);
 }
@@ -253,7 +255,7 @@ static void start_connect(struct kr_conn *c)
 int kr_conn_request(struct kr_conn *c, const struct kr_request *req)
 {
 	char host[KR_HOST_MAX + 16], length[24];
-	struct kr_http_header headers[KR_CONN_MAX_HEADERS + 1];
+	struct kr_http_header headers[KR_CONN_MAX_HEADERS + 2];
 	size_t nheaders = req->nheaders;
 	int n;
 
@@ -267,6 +269,8 @@ int kr_conn_request(struct kr_conn *c, const struct kr_request *req)
 		kr_snprintf(length, sizeof(length), "%zu", req->body_len);
 		headers[nheaders++] = (struct kr_http_header){ "Content-Length", length };
 	}
+	if (req->inflate)
+		headers[nheaders++] = (struct kr_http_header){ "Accept-Encoding", "gzip" };
 	if (strchr(c->cfg.host, ':'))
 		kr_snprintf(host, sizeof(host), "[%s]:%u", c->cfg.host, (unsigned)c->cfg.port);
 	else if (c->cfg.port == 443)
@@ -438,6 +442,98 @@ static void hold(struct kr_conn *c, const char *body, size_t blen, size_t off, s
 }
 
 /*
+ * The head is in: a body coding must be one this request asked for. Returns
+ * 0, or 1 after failing the request.
+ */
+static int check_coding(struct kr_conn *c)
+{
+	c->inflating = 0;
+	if (c->resp.content_encoding == KR_HTTP_CE_IDENTITY)
+		return 0;
+	if (c->resp.content_encoding == KR_HTTP_CE_GZIP && c->req.inflate) {
+		kr_inflate_reset(c->req.inflate);
+		c->inflating = 1;
+		return 0;
+	}
+	fail(c, KR_EPROTO, c->resp.content_encoding == KR_HTTP_CE_GZIP
+			   ? "bad HTTP response: a gzip body the request did not ask for"
+			   : "bad HTTP response: a Content-Encoding other than gzip");
+	return 1;
+}
+
+static void inflate_failed(struct kr_conn *c, int err)
+{
+	char why[160];
+
+	kr_snprintf(why, sizeof(why), "unable to inflate the gzip body: %s",
+		    c->req.inflate->error ? c->req.inflate->error : kr_strerror(err));
+	fail(c, err == KR_ETOOBIG ? KR_ETOOBIG : KR_EPROTO, why);
+}
+
+/*
+ * Hands data[0..len) of the body to on_body, through the inflater when the
+ * body is gzip. Returns the bytes of data used, with *stopped set if on_body
+ * took less than it was given (for gzip, the decoded rest stays in the
+ * inflater and comes first next time), or -1 when the request ended here.
+ */
+static long give(struct kr_conn *c, const char *data, size_t len, int *stopped)
+{
+	unsigned gen = c->gen;
+	size_t off = 0;
+	long took;
+
+	*stopped = 0;
+	if (!c->inflating) {
+		took = c->req.on_body(c->req.arg, data, len);
+		if (took < 0 || gen != c->gen) {
+			abandoned(c, gen);
+			return -1;
+		}
+		*stopped = (size_t)took < len;
+		return took;
+	}
+	for (;;) {
+		const char *out;
+		size_t used, olen;
+		int r = kr_inflate_feed(c->req.inflate, data + off, len - off, &used, &out, &olen);
+
+		off += used;
+		if (r < 0) {
+			inflate_failed(c, r);
+			return -1;
+		}
+		if (r == KR_INFLATE_END && off < len)
+			continue;      /* bytes after the stream: the inflater fails them */
+		if (r != KR_INFLATE_DATA)
+			return (long)off;
+		took = c->req.on_body(c->req.arg, out, olen);
+		if (took < 0 || gen != c->gen) {
+			abandoned(c, gen);
+			return -1;
+		}
+		if ((size_t)took < olen) {
+			kr_inflate_unread(c->req.inflate, olen - (size_t)took);
+			*stopped = 1;
+			return (long)off;
+		}
+	}
+}
+
+/* The body ended: a gzip body must have ended with its stream. 0, or 1 after failing. */
+static int body_complete(struct kr_conn *c)
+{
+	int r;
+
+	if (!c->inflating)
+		return 0;
+	r = kr_inflate_finish(c->req.inflate);
+	if (r == KR_INFLATE_END)
+		return 0;
+	inflate_failed(c, r);
+	return 1;
+}
+
+/*
  * Feeds rbuf[off, n). Returns 0 to go on reading, 1 when the request ended or
  * was abandoned or on_body stopped short.
  */
@@ -462,15 +558,18 @@ static int feed(struct kr_conn *c, size_t off, size_t n)
 			fail(c, KR_EPROTO, why);
 			return 1;
 		}
-		if (r == KR_HTTP_HEAD && c->req.on_head) {
+		if (r == KR_HTTP_HEAD && check_coding(c)) {
+			return 1;
+		} else if (r == KR_HTTP_HEAD && c->req.on_head) {
 			if (c->req.on_head(c->req.arg, &c->resp) < 0 || gen != c->gen)
 				return abandoned(c, gen);
 		} else if (r == KR_HTTP_BODY && c->req.on_body) {
-			long took = c->req.on_body(c->req.arg, body, blen);
+			int stopped;
+			long took = give(c, body, blen, &stopped);
 
-			if (took < 0 || gen != c->gen)
-				return abandoned(c, gen);
-			if ((size_t)took < blen) {
+			if (took < 0)
+				return 1;
+			if (stopped) {
 				hold(c, body + took, blen - (size_t)took, off, n);
 				return 1;
 			}
@@ -478,6 +577,8 @@ static int feed(struct kr_conn *c, size_t off, size_t n)
 			/* No pipelining: bytes after a response mean a confused server. */
 			int keep = c->resp.keep_alive && off == n;
 
+			if (body_complete(c))
+				return 1;
 			kr_loop_timer_cancel(c->loop, &c->timer);
 			if (keep) {
 				c->state = KR_CONN_READY;
@@ -513,6 +614,8 @@ static void do_receive(struct kr_conn *c)
 			    !c->resp.chunked && c->resp.content_length < 0) {
 				fail(c, KR_EPROTO, "TLS closed without close_notify: the body may be cut short");
 			} else if (r == KR_HTTP_DONE) {
+				if (body_complete(c))
+					return;
 				drop_socket(c, "server closed after the response");
 				end_request(c, 0, "complete");
 			} else if (r == KR_ECLOSED && retry_stale(c)) {
@@ -544,19 +647,17 @@ static void do_receive(struct kr_conn *c)
 
 void kr_conn_resume(struct kr_conn *c)
 {
-	unsigned gen = c->gen;
+	int stopped;
 	long took;
 
 	if (!c->held || c->state != KR_CONN_RECEIVING)
 		return;
 	c->held = 0;
 	arm(c, c->idle_ms);
-	took = c->req.on_body(c->req.arg, c->held_body, c->held_blen);
-	if (took < 0 || gen != c->gen) {
-		abandoned(c, gen);
+	took = give(c, c->held_body, c->held_blen, &stopped);
+	if (took < 0)
 		return;
-	}
-	if ((size_t)took < c->held_blen) {
+	if (stopped) {
 		hold(c, c->held_body + took, c->held_blen - (size_t)took, c->held_off, c->held_n);
 		return;
 	}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "http.h"
+#include "inflate.h"
 #include "kreflect_config.h"
 #include "loop.h"
 #include "proxy.h"
@@ -74,6 +75,12 @@ struct kr_request {
 	 * Content-Length; not copied: the caller keeps it until on_end. */
 	const char *body;
 	size_t body_len;
+	/* NULL: ask for no coding, and fail a response that has one. Else
+	 * (caller-owned, its bounds set, kept until on_end): send
+	 * "Accept-Encoding: gzip" and inflate a gzip body through it, so that
+	 * on_body sees the decoded bytes. A corrupt body or a bound hit ends the
+	 * request with inflate->error set. */
+	struct kr_inflate *inflate;
 	/* Status and headers are known. Return < 0 to abandon the request: the
 	 * connection is closed and on_end gets KR_ECANCELED. */
 	int (*on_head)(void *arg, const struct kr_http_resp *resp);
@@ -108,8 +115,9 @@ struct kr_conn {
 	int retried;                   /* already resent once after a stale reuse */
 	int response_started;          /* a response byte arrived */
 	int idle_ms;                   /* read-idle deadline of this request */
+	int inflating;                 /* the body goes through req.inflate */
 	int held;                      /* on_body took only part: not reading */
-	const char *held_body;         /* what it did not take (inside rbuf) */
+	const char *held_body;         /* what it did not take (inside rbuf; gzip: not inflated yet) */
 	size_t held_blen;
 	size_t held_off;               /* rbuf[held_off, held_n) not yet parsed */
 	size_t held_n;

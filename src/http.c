@@ -215,6 +215,7 @@ static void head_reset(struct kr_http_resp *r)
 	r->retry_after_seconds = -1;
 	r->retry_after_epoch = 0;
 	r->content_type[0] = '\0';
+	r->content_encoding = KR_HTTP_CE_IDENTITY;
 	r->nheaders = 0;
 	r->have_te = 0;
 	r->conn_close = 0;
@@ -328,6 +329,36 @@ static void parse_connection(struct kr_http_resp *r, const char *v, size_t n)
 	}
 }
 
+/*
+ * Content-Encoding: a comma-separated list of codings, applied in order (and
+ * possibly over several header lines). "identity" changes nothing; one gzip
+ * is what we can undo; gzip twice or any other coding is KR_HTTP_CE_OTHER.
+ */
+static void parse_content_encoding(struct kr_http_resp *r, const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t start, end;
+
+		while (i < n && (is_ws((unsigned char)v[i]) || v[i] == ','))
+			i++;
+		start = i;
+		while (i < n && v[i] != ',')
+			i++;
+		end = i;
+		while (end > start && is_ws((unsigned char)v[end - 1]))
+			end--;
+		if (end == start || ieq(v + start, end - start, "identity"))
+			continue;
+		if ((ieq(v + start, end - start, "gzip") || ieq(v + start, end - start, "x-gzip")) &&
+		    r->content_encoding == KR_HTTP_CE_IDENTITY)
+			r->content_encoding = KR_HTTP_CE_GZIP;
+		else
+			r->content_encoding = KR_HTTP_CE_OTHER;
+	}
+}
+
 /* Retry-After: delay-seconds or an HTTP-date; the last one counts, junk is ignored. */
 static void parse_retry_after(struct kr_http_resp *r, const char *v, size_t n)
 {
@@ -379,6 +410,8 @@ static int parse_header(struct kr_http_resp *r)
 		r->have_te = 1;
 	} else if (ieq(l, name_len, "connection")) {
 		parse_connection(r, v, vn);
+	} else if (ieq(l, name_len, "content-encoding")) {
+		parse_content_encoding(r, v, vn);
 	} else if (ieq(l, name_len, "retry-after")) {
 		parse_retry_after(r, v, vn);
 	} else if (ieq(l, name_len, "content-type")) {

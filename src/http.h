@@ -37,6 +37,11 @@
 #define KR_HTTP_BODY 2
 #define KR_HTTP_DONE 3
 
+/* Content-Encoding of a response (kr_http_resp.content_encoding). */
+#define KR_HTTP_CE_IDENTITY 0          /* absent, or only "identity" */
+#define KR_HTTP_CE_GZIP 1              /* exactly one gzip (or x-gzip) */
+#define KR_HTTP_CE_OTHER 2             /* anything else: a coding we cannot decode */
+
 /* --- request writer ----------------------------------------------------------- */
 
 /* One query parameter. The writer percent-encodes key and value (RFC 3986). */
@@ -91,6 +96,7 @@ struct kr_http_resp {
 	long retry_after_seconds;      /* Retry-After delay-seconds, -1 if absent */
 	int64_t retry_after_epoch;     /* Retry-After HTTP-date (>= 1), 0 if absent */
 	char content_type[64];         /* Content-Type, cut to fit, "" if absent */
+	int content_encoding;          /* KR_HTTP_CE_...: the caller decides what it accepts */
 	const char *error;             /* why the parser failed, NULL until it does */
 
 	/* private: progress */

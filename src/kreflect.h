@@ -113,6 +113,7 @@ struct kr_config {
 	int initial_events_timeout_s;  /* watch-list quiet time before LIST; 0: 30 */
 	int watch_idle_timeout_s;      /* a silent watch before the bookmark cadence is known; 0: default */
 	int keep_managed_fields;       /* 1: keep metadata.managedFields */
+	int gzip;                      /* 1 (default): ask for gzip LIST bodies (watches never) */
 	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */
 	int log_level;                 /* -1 none, 0 warnings, 1 info (default), 2 debug, 3 trace */
 

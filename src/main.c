@@ -82,6 +82,8 @@ static const char usage[] =
 	"  --watch-list auto|on|off       streaming initial list (default auto: fall back\n"
 	"                                 to paginated lists and remember it)\n"
 	"  --page-size N                  list page size (default 500, as client-go)\n"
+	"  --gzip on|off                  ask for gzip LIST bodies (default on; watches are never\n"
+	"                                 compressed); a corrupt one turns it off for the server\n"
 	"  --resync SECONDS               re-deliver every object as RESYNC this often (default off)\n"
 	"  --initial-events-timeout SECONDS  quiet time before giving up on watch-list (default 30)\n"
 	"  --watch-idle-timeout SECONDS   a watch that brings no byte for this long (before the\n"
@@ -440,6 +442,11 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				o->cfg.watch_list = KR_WL_OFF;
 			else
 				return usage_error("--watch-list must be auto, on or off, not '%s'", v);
+		} else if ((v = value_of(argc, argv, &i, "--gzip", NULL))) {
+			if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
+				o->cfg.gzip = strcmp(v, "on") == 0;
+			else
+				return usage_error("--gzip must be on or off, not '%s'", v);
 		} else if ((v = value_of(argc, argv, &i, "--page-size", NULL))) {
 			long n = parse_num(v, 1, 100000);
 

@@ -32,6 +32,7 @@ void kr_reflector_opts_default(struct kr_reflector_opts *o)
 	o->initial_events_timeout_ms = 30000;
 	o->idle_default_ms = 120000;
 	o->min_watch_timeout_s = 300;
+	o->gzip = 1;
 }
 
 /* --- output ---------------------------------------------------------------------- */
@@ -280,6 +281,31 @@ static size_t settle_object(struct kr_reflector *r, char *json, size_t len, kr_j
 }
 
 /* Puts one object into the store and tells the sinks what changed. */
+/*
+ * A gzip list is checked (CRC-32) only at its end, and its items were
+ * applied as they came: one whose bytes were corrupt but whose
+ * resourceVersion was not is in the store. The plain relist after it
+ * compares such items byte for byte and puts the server's copy back.
+ */
+static void repair_object(struct kr_reflector *r, const struct meta *m, size_t objlen,
+			  const struct kr_store_view *held)
+{
+	struct kr_store *s = r->top->store;
+	struct kr_store_view gone;
+	int res;
+
+	if (!held->held || (held->objlen == objlen && memcmp(held->obj, r->scratch, objlen) == 0))
+		return;
+	kr_log(KR_LOG_WARN, "%s: %s differs from the copy the broken gzip list left; replacing it",
+	       r->res.name, m->key);
+	/* As for a changed uid: the sinks drop the bad copy and take the good one. */
+	kr_store_delete(s, r->index, m->key, m->keylen, &gone);
+	emit_view(r, KR_EV_DELETED, &gone);
+	res = kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen, NULL);
+	if (res == KR_STORE_ADDED)
+		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+}
+
 static void apply_object(struct kr_reflector *r, const struct meta *m, size_t objlen)
 {
 	struct kr_store_view old;
@@ -298,6 +324,8 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
 		break;
 	case KR_STORE_UNCHANGED:
+		if (r->list_verify && r->phase == KR_PH_LIST)
+			repair_object(r, m, objlen, &old);
 		break;
 	case KR_STORE_NOT_HELD:
 		/* The store dropped the old object: so do the sinks (ADDED again once held). */
@@ -1003,6 +1031,7 @@ static void list_done(struct kr_reflector *r)
 	/* RV "0" answered in pages: the server has no watch cache; stay paginated. */
 	if (r->list_has_rv && strcmp(r->list_req_rv, "0") == 0 && r->list_pages > 1)
 		r->paginated_result = 1;
+	r->list_verify = 0;
 	synced(r, r->list_rv, r->list_pages > 1 ? "paginated list" : "list");
 	start_watch(r);
 }
@@ -1014,9 +1043,41 @@ static void list_failed(struct kr_reflector *r, const char *why)
 	backoff_then(r, start_cycle, "list failed");
 }
 
+/*
+ * The inflater for r's next list, or NULL to list plain: gzip is off, failed
+ * before on this server, or another resource's list is using it.
+ */
+static struct kr_inflate *list_gzip(struct kr_reflector *r)
+{
+	struct kr_reflect *top = r->top;
+	struct kr_reflector *u = top->gzip_user;
+
+	r->gzip_list = 0;
+	if (!top->opts.gzip || top->gzip_broken ||
+	    (u && u != r && u->gzip_list && u->conn.have_request))
+		return NULL;
+	top->gzip_user = r;
+	r->gzip_list = 1;
+	kr_inflate_reset(&top->gz);
+	return &top->gz;
+}
+
 static void end_list(struct kr_reflector *r, int err, const char *reason)
 {
 	char why[320];
+
+	/*
+	 * A corrupt gzip body or a bomb (or a list that decoded to broken JSON,
+	 * which a corrupt body can do before its CRC is reached): the relist,
+	 * and every list after it, goes plain, and checks what this one left.
+	 */
+	if (err != 0 && r->gzip_list && (r->top->gz.error || r->stream_error) && !r->top->gzip_broken) {
+		r->top->gzip_broken = 1;
+		r->list_verify = 1;
+		kr_log(KR_LOG_WARN, "%s: unable to inflate the gzip list: %s; listing without gzip "
+		       "from now on", r->res.name,
+		       r->top->gz.error ? r->top->gz.error : "it decoded to malformed JSON");
+	}
 
 	if (again_after_move(r, again_list_page))
 		return;
@@ -1359,6 +1420,7 @@ static void request(struct kr_reflector *r, int kind)
 		r->phase = KR_PH_LIST;
 		r->list_pages++;
 		r->list_complete = 0;
+		req.inflate = list_gzip(r);
 	}
 	req.path = r->path;
 	req.params = p;
@@ -1508,6 +1570,7 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 	top->refl = refl;
 	top->nrefl = n;
 	kr_rand_seed(&top->rand, 0);
+	kr_inflate_init(&top->gz, KR_INFLATE_MAX_OUTPUT, KR_INFLATE_MAX_RATIO);
 	for (i = 0; i < n; i++) {
 		struct kr_reflector *r = &refl[i];
 

@@ -20,6 +20,7 @@
 #include "auth.h"
 #include "backoff.h"
 #include "conn.h"
+#include "inflate.h"
 #include "json.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
@@ -44,6 +45,7 @@ struct kr_reflector_opts {
 	int idle_default_ms;           /* read-idle deadline before any bookmark */
 	int min_watch_timeout_s;       /* timeoutSeconds in [min, 2*min) */
 	int once;                      /* stop the loop after every resource synced once */
+	int gzip;                      /* ask for gzip LIST bodies (default 1; watches never) */
 };
 
 /* Why a watch ended and was started again, counted per resource for /metrics. */
@@ -112,6 +114,8 @@ struct kr_reflector {
 	char continue_token[KR_JSON_CONTINUE_MAX];
 	int skipped;                   /* items/events that could not be parsed or held */
 	int skipped_known;             /* of them, named but not indexed (no room) */
+	int gzip_list;                 /* the list request in flight asked for gzip */
+	int list_verify;               /* relist after a broken gzip list: compare unchanged items */
 
 	/* the response in progress */
 	int status;
@@ -170,6 +174,10 @@ struct kr_reflect {
 	struct kr_conn_cfg conn_cfg;
 	struct kr_auth *auth;          /* bearer token (re-read from its file), or NULL */
 	int watch_list_unsupported;    /* remembered for this server */
+	int gzip_broken;               /* a gzip list failed to inflate: no more gzip (remembered) */
+	struct kr_reflector *gzip_user; /* the reflector whose list uses gz */
+	/* One inflater for all: one gzip list at a time, the others list plain. */
+	struct kr_inflate gz;
 	struct kr_reflector *tail_user; /* the last to name the store's free tail */
 	struct kr_rand rand;
 	struct kr_reflector *refl;     /* caller-owned array */

@@ -37,6 +37,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kstore  # noqa: E402
@@ -49,6 +50,42 @@ HEADER_TIMEOUT = 30.0
 POLL = 0.2                 # watch loops look at the socket / stop flags this often
 PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 GZIP_MIN = 128 * 1024      # like the apiserver's APIResponseCompression threshold
+GO_CHUNKING_MIN = 2048     # net/http: a body without Content-Length longer than this goes chunked
+
+
+def accepts_gzip(value):
+    """The apiserver's negotiateContentEncoding: one comma-separated token exactly "gzip"."""
+    return any(token.strip() == "gzip" for token in (value or "").split(","))
+
+
+def gzip_like_go(body):
+    """gzip.NewWriterLevel(w, 1) as the apiserver uses it: the header Go writes (no name,
+    MTIME 0, XFL 4, OS 255), and the stream ending as Go's Close ends it: a flush, then an
+    empty final stored block."""
+    c = zlib.compressobj(1, zlib.DEFLATED, -15)
+    raw = c.compress(body) + c.flush(zlib.Z_SYNC_FLUSH) + b"\x01\x00\x00\xff\xff"
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff" + raw
+            + struct.pack("<II", zlib.crc32(body), len(body) & 0xFFFFFFFF))
+
+
+def spoil_gzip(gz, mode):
+    """The bad_gzip fault: a body that fails to inflate in the way `mode` names."""
+    if mode == "truncate":          # the last 8 bytes (CRC-32, ISIZE) never come
+        return gz[:-8]
+    if mode == "crc":               # the CRC-32 of the trailer off by one bit
+        return gz[:-8] + bytes([gz[-8] ^ 1]) + gz[-7:]
+    if mode == "bomb":              # a valid list start, then 64 MiB of blanks
+        return gzip.compress(b'{"kind":"ConfigMapList","items":[' + b" " * (64 << 20), 9, mtime=0)
+    if mode == "data":              # valid deflate, valid JSON, one changed value: only the CRC says so
+        body = gzip.decompress(gz)
+        at = body.find(b'"payload":"', len(body) // 2) + len(b'"payload":"')
+        bad = body[:at] + (b"Z" if body[at:at + 1] != b"Z" else b"Y") + body[at + 1:]
+        raw = b"".join(bytes([i + 65535 >= len(bad)]) + struct.pack("<HH", len(bad[i:i + 65535]),
+                                                                   0xFFFF ^ len(bad[i:i + 65535]))
+                       + bad[i:i + 65535] for i in range(0, len(bad), 65535))
+        return gz[:10] + raw + gz[-8:]
+    mid = 10 + (len(gz) - 18) // 2  # "corrupt": one flipped byte in the deflate data
+    return gz[:mid] + bytes([gz[mid] ^ 0x55]) + gz[mid + 1:]
 
 
 def log(msg):
@@ -445,6 +482,9 @@ class ApiConnection:
         self.cut_mid_record = True
         self.cut_reset = False
         self.chunker = None
+        self.bad_gzip = None            # bad_gzip: how to spoil a gzip body
+        self.gzipped = False            # the body went out gzip-encoded
+        self.force_coding = None        # content_encoding: this coding, asked for or not
 
     # ------------------------------------------------------------ main loop
 
@@ -583,11 +623,21 @@ class ApiConnection:
     def send_body(self, req, code, body, extra=(), ctype="application/json", is_list=False):
         headers = self.base_headers(ctype) + list(extra)
         settings = self.state.settings
-        if (settings["gzip"] and len(body) > GZIP_MIN
-                and "gzip" in req.headers.get("accept-encoding", "").lower()):
-            body = gzip.compress(body, 1)
+        gzipped = False
+        if settings["gzip"] and len(body) > GZIP_MIN and accepts_gzip(req.headers.get("accept-encoding")):
+            body = gzip_like_go(body)
+            if self.bad_gzip:
+                body = spoil_gzip(body, self.bad_gzip)
             headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
-        if self.chunker or (is_list and settings["list_chunked"]):
+            self.gzipped = True
+            # The apiserver sets no Content-Length on a gzip body: net/http chunks it.
+            gzipped = len(body) > GO_CHUNKING_MIN
+        elif self.force_coding:
+            if self.force_coding == "gzip":
+                body = gzip_like_go(body)
+                self.gzipped = True
+            headers.append(("Content-Encoding", self.force_coding))
+        if self.chunker or (is_list and settings["list_chunked"]) or gzipped:
             headers.append(("Transfer-Encoding", "chunked"))
             self._write(self._head(code, headers, req.keep_alive))
             if self.chunker:
@@ -627,6 +677,7 @@ class ApiConnection:
             "raw_query": req.raw_query, "status": None, "bytes": 0, "watch": is_watch,
             "conn": self.cid, "conn_request": self.nreq, "tls": self.t.version,
             "user_agent": req.headers.get("user-agent"), "auth": None, "faults": [],
+            "accept_encoding": req.headers.get("accept-encoding"), "gzip": False,
             "events": 0, "duration": None, "done": False})
         faults = st.take_faults(req.target, is_watch, req.headers.get("user-agent"))
         entry["faults"] = [f["kind"] for f in faults]
@@ -639,6 +690,10 @@ class ApiConnection:
                 self.pause_at = (f["bytes"], f["seconds"])
             elif f["kind"] == "slow":
                 self.slow = (f["bytes"], f["rate"], f["piece"])
+            elif f["kind"] == "content_encoding":
+                self.force_coding = f.get("value", "gzip")
+            elif f["kind"] == "bad_gzip":
+                self.bad_gzip = f.get("mode", "corrupt")
             elif f["kind"] == "random_chunks":
                 self.chunker = RandomChunker(f.get("seed", self.server.seed), f.get("min", 1), f.get("max", 64))
         t0 = time.monotonic()
@@ -652,7 +707,7 @@ class ApiConnection:
             keep = False
             raise
         finally:
-            st.log_done(entry, status=self.code, bytes=self.sent, done=True,
+            st.log_done(entry, status=self.code, bytes=self.sent, done=True, gzip=self.gzipped,
                         duration=round(time.monotonic() - t0, 6))
             if self.server.verbose:
                 log("conn %d #%d %s %s -> %s (%d bytes)" % (self.cid, self.nreq, req.method, req.target,

@@ -674,7 +674,7 @@ def _managed_fields(old, rtype, content, manager, ts):
 FAULT_KINDS = {
     "close_after", "stall", "stall_watch", "garbage", "bad_chunk", "status", "unauthorized",
     "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch", "pause_after",
-    "slow",
+    "slow", "bad_gzip", "content_encoding",
 }
 
 
@@ -705,6 +705,8 @@ def validate_fault(spec):
         f.setdefault("piece", max(1, f["rate"] // 4))
         if not isinstance(f["piece"], int) or f["piece"] < 1:
             raise ValueError("slow \"piece\" must be an integer >= 1")
+    if k == "bad_gzip" and f.get("mode", "corrupt") not in ("corrupt", "truncate", "crc", "bomb", "data"):
+        raise ValueError("bad_gzip \"mode\" must be corrupt, truncate, crc, bomb or data")
     if k == "status" and not isinstance(f.get("code"), int):
         raise ValueError("status needs an integer \"code\"")
     if k == "unauthorized":

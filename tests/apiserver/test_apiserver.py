@@ -318,6 +318,50 @@ class TestList(Base):
         import gzip
         self.assertEqual(len(json.loads(gzip.decompress(r.body))["items"]), 200)
 
+    def test_gzip_as_the_apiserver_negotiates_it(self):
+        import gzip
+        self.ctl.bulk("configmaps", "gz", 200, size=1024)
+        for value in ("x-gzip", "gzip;q=1.0", "GZIP", "deflate", ""):
+            r = self.get(NS % "gz", headers={"Accept-Encoding": value} if value else None)
+            self.assertIsNone(r.headers.get("content-encoding"), value)
+        r = self.get(NS % "gz", headers={"Accept-Encoding": "deflate, gzip"})
+        self.assertEqual(r.headers.get("content-encoding"), "gzip")
+        self.assertEqual(r.headers.get("vary"), "Accept-Encoding")
+        self.assertEqual(r.headers.get("transfer-encoding"), "chunked")   # no Content-Length, as Go
+        self.assertIsNone(r.headers.get("content-length"))
+        self.assertEqual(r.body[:10], b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff")
+        self.assertEqual(len(json.loads(gzip.decompress(r.body))["items"]), 200)
+        # Under the threshold: plain.
+        r = self.get(NS % "gz" + "?limit=10", headers={"Accept-Encoding": "gzip"})
+        self.assertIsNone(r.headers.get("content-encoding"))
+        # Watches never.
+        w = self.c.watch(NS % "gz" + "?watch=true&timeoutSeconds=1", headers={"Accept-Encoding": "gzip"})
+        self.assertIsNone(w.headers.get("content-encoding"))
+
+    def test_bad_gzip_fault(self):
+        import gzip
+        import zlib
+        self.ctl.bulk("configmaps", "gzb", 200, size=1024)
+        for mode, err in (("corrupt", (OSError, zlib.error, EOFError)), ("crc", OSError),
+                          ("truncate", EOFError)):
+            self.ctl.fault(kind="bad_gzip", mode=mode)
+            r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})
+            self.assertEqual(r.headers.get("content-encoding"), "gzip")
+            with self.assertRaises(err, msg=mode):
+                gzip.decompress(r.body)
+        self.ctl.fault(kind="bad_gzip", mode="data")
+        r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})
+        raw = zlib.decompressobj(-15).decompress(r.body[10:-8])     # deflate itself is fine
+        self.assertEqual(len(json.loads(raw)["items"]), 200)
+        with self.assertRaises(OSError):
+            gzip.decompress(r.body)
+        self.ctl.fault(kind="bad_gzip", mode="bomb")
+        r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})
+        self.assertLess(len(r.body), 128 << 10)
+        self.assertEqual(len(gzip.decompress(r.body)), 33 + (64 << 20))
+        r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})   # used up
+        self.assertEqual(len(json.loads(gzip.decompress(r.body))["items"]), 200)
+
 
 # =========================================================================== watch
 

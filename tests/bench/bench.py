@@ -47,6 +47,13 @@ figure is the median of --reps runs (default 3). The parts:
               2N events (N = 5,000), (I(2N) - I(N)) / N, so start-up and shutdown
               cancel out; over TLS and plain HTTP, with the functions that cost
               the most per event. Counts user-space instructions only.
+  gzip        the cost of gzip LIST bodies: kreflect --watch-list off --once syncing
+              1,000 and 10,000 ConfigMaps of 1 KiB in one LIST (RV "0" answered whole),
+              with and without --gzip, under valgrind --tool=callgrind: bytes on the
+              wire, instructions of the whole run and of the inflater (inflate.c).
+              Watch-lists are never compressed (the apiserver gzips only a response
+              whose first write is over 128 KiB, and a watch writes event by event),
+              so gzip matters only with --watch-list off or a server without it.
   sizes       stripped kreflect for x86_64/aarch64/armv7, the installed bytes of
               node + node_modules and python3 + python3-kubernetes with the python3
               packages it depends on, the stripped static client-go-peer binary;
@@ -84,7 +91,7 @@ NODE_CLIENT = "@kubernetes/client-node"
 NODE_CLIENT_VERSION = "1.4.0"
 PEER_PYTHON = "/usr/bin/python3"
 PEER_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
-PARTS = ("sizes", "sync", "idle", "wakeups", "throughput", "callgrind")
+PARTS = ("sizes", "sync", "idle", "wakeups", "throughput", "callgrind", "gzip")
 IDLE_BOOKMARK_S = 15
 PAYLOAD = 1024
 MB = 1e6
@@ -262,10 +269,10 @@ class Client:
         return self.argv_fn(ready, once, list(extra))
 
 
-def kreflect_client(name, label, binary, watch_list="auto"):
+def kreflect_client(name, label, binary, watch_list="auto", args=()):
     def argv(ready, once, extra):
         a = [binary, "--server", ready["server"], "--token-file", ready["token_file"],
-             "-n", "default", "--watch-list", watch_list, "-v", "1"]
+             "-n", "default", "--watch-list", watch_list, "-v", "1"] + list(args)
         if ready.get("ca"):
             a += ["--certificate-authority", ready["ca"]]
         if once:
@@ -369,6 +376,12 @@ class Bench:
         self.kreflect_10k = kreflect_client("kreflect", "kreflect (32 MiB arena)", self.a.kreflect_10k)
         self.kreflect_10k_list = kreflect_client("kreflect-list", "kreflect (32 MiB arena) --watch-list off",
                                                  self.a.kreflect_10k, watch_list="off")
+        self.kreflect_list_plain = kreflect_client("kreflect-list-plain", "kreflect --watch-list off --gzip off",
+                                                   self.a.kreflect, watch_list="off", args=("--gzip", "off"))
+        self.kreflect_10k_list_plain = kreflect_client("kreflect-list-plain",
+                                                       "kreflect (32 MiB arena) --watch-list off --gzip off",
+                                                       self.a.kreflect_10k, watch_list="off",
+                                                       args=("--gzip", "off"))
         self.results["versions"] = {"node": self.node_version, "client_node": NODE_CLIENT_VERSION,
                                     "python_kubernetes": self.py_version,
                                     "python": subprocess.run([PEER_PYTHON, "--version"], capture_output=True,
@@ -462,15 +475,16 @@ class Bench:
                                              "--bookmark-interval", "0"])
             peers = [self.clients["node"], self.clients["python"], self.clients["client-go"], self.go_wl]
             if n > 4000:
-                clients = [self.kreflect_10k, self.kreflect_10k_list] + peers
+                clients = [self.kreflect_10k, self.kreflect_10k_list, self.kreflect_10k_list_plain] + peers
             else:
-                clients = [self.clients["kreflect"], self.kreflect_list] + peers
+                clients = [self.clients["kreflect"], self.kreflect_list, self.kreflect_list_plain] + peers
             runs = {c.name: [] for c in clients}
             for rep in range(self.a.reps):
                 for c in clients:
                     # --watch-list off against a server that pages as etcd does (limit honoured
                     # at resourceVersion=0): the paginated list, 500 a page
-                    srv.control.settings(rv0_ignores_limit=c.name not in ("kreflect-list", "client-go"))
+                    srv.control.settings(rv0_ignores_limit=c.name not in ("kreflect-list", "kreflect-list-plain",
+                                                                          "client-go"))
                     r = self.sync_once(srv, c, n)
                     runs[c.name].append(r)
                     log("sync %5d %-13s rep %d: %.3f s, cpu %.2f s, peak RSS %.1f MB, %d bytes in %d requests"
@@ -843,6 +857,55 @@ class Bench:
         d = {fn: (f2.get(fn, 0) - f1.get(fn, 0)) / n for fn in set(f1) | set(f2)}
         return sorted(([fn, round(v, 1)] for fn, v in d.items() if v > 0), key=lambda x: -x[1])[:top]
 
+    # ------------------------------------------------------------ gzip
+
+    def part_gzip(self):
+        """One LIST of n ConfigMaps, gzip and plain, each the whole run under callgrind."""
+        res = {}
+        for n in self.a.sync_sizes:
+            binary = (self.a.kreflect_10k if n > 4000 else self.a.kreflect) + ".unstripped"
+            srv = self.server("gzip%d" % n, ["--initial", str(n), "--initial-size", str(PAYLOAD),
+                                             "--bookmark-interval", "0"])
+            res[str(n)] = {"binary": binary}
+            for mode in ("gzip", "plain"):
+                ctl = srv.control
+                mark = max([e["id"] for e in ctl.log()] or [0])
+                outfile = os.path.join(self.logs, "callgrind-sync%d-%s.out" % (n, mode))
+                c = kreflect_client("kreflect", "kreflect", binary, watch_list="off",
+                                    args=("--gzip", "on" if mode == "gzip" else "off"))
+                p = self.spawn(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + outfile] +
+                               c.argv(srv.ready, once=True), "callgrind-sync%d-%s" % (n, mode))
+                out, _ = p.communicate(timeout=900)
+                if p.returncode != 0:
+                    raise BenchError("kreflect --once under callgrind exited %d" % p.returncode)
+                lines = out.splitlines()
+                self.check_mirror("kreflect --gzip " + mode, out, n, json.loads(lines[-1]))
+                es = [e for e in self.wait_done(ctl, mark) if not e["watch"]]
+                if len(es) != 1 or es[0]["gzip"] != (mode == "gzip"):
+                    raise BenchError("expected one %s LIST, the server saw %s" % (
+                        mode, [(e["query"], e["gzip"]) for e in es]))
+                cg = self.read_callgrind(outfile)
+                res[str(n)][mode] = {"bytes": es[0]["bytes"], "Ir": cg["Ir"], "functions": cg["functions"],
+                                     "top": sorted(cg["functions"].items(), key=lambda x: -x[1])[:8]}
+                log("gzip %5d %-5s: %d bytes on the wire, %d instructions"
+                    % (n, mode, es[0]["bytes"], cg["Ir"]))
+            # LTO inlines the inflater into its caller (conn's give()), so it is measured
+            # as what the gzip run spent more, function by function, than the plain one
+            # (inflating, and CRC-32), and what it spent less (decrypting 30 x fewer bytes).
+            fg, fp = res[str(n)]["gzip"].pop("functions"), res[str(n)]["plain"].pop("functions")
+            delta = {fn: fg.get(fn, 0) - fp.get(fn, 0) for fn in set(fg) | set(fp)}
+            res[str(n)]["added"] = sum(v for v in delta.values() if v > 0)
+            res[str(n)]["saved"] = -sum(v for v in delta.values() if v < 0)
+            res[str(n)]["added_by_function"] = sorted(([fn, v] for fn, v in delta.items() if v > 0),
+                                                      key=lambda x: -x[1])[:8]
+            res[str(n)]["saved_by_function"] = sorted(([fn, -v] for fn, v in delta.items() if v < 0),
+                                                      key=lambda x: -x[1])[:8]
+            log("gzip %5d: %d instructions added (%s), %d saved (%s)"
+                % (n, res[str(n)]["added"], res[str(n)]["added_by_function"][:4], res[str(n)]["saved"],
+                   res[str(n)]["saved_by_function"][:4]))
+            srv.stop()
+        self.results["gzip"] = res
+
     # ------------------------------------------------------------ sizes
 
     def part_sizes(self):
@@ -1028,9 +1091,15 @@ class Report:
                 label += "; node asks for gzip and gets the LIST compressed"
             self.cmp_row(label, "bytes", f_n, ("sync", n))
             kl = self.get("sync", n, "kreflect-list")
+            kp = self.get("sync", n, "kreflect-list-plain")
+            if kp:
+                self.row("… kreflect --watch-list off --gzip off: paginated LIST, 500 a page, plain",
+                         "%s B in %d requests, %s" % (f_n(kp["bytes"]), kp["requests"], f_s(kp["seconds"])),
+                         "", "", ratio(kp["bytes"], self.get("sync", n, "node", "bytes")),
+                         ratio(kp["bytes"], self.get("sync", n, "python", "bytes")))
             if kl:
-                self.row("… kreflect --watch-list off: paginated LIST, 500 a page (client-go: its default, "
-                         "the same pages)",
+                self.row("… kreflect --watch-list off: paginated LIST, 500 a page, gzip (client-go: its "
+                         "default, the same pages)",
                          "%s B in %d requests, %s" % (f_n(kl["bytes"]), kl["requests"], f_s(kl["seconds"])),
                          "", "", ratio(kl["bytes"], self.get("sync", n, "node", "bytes")),
                          ratio(kl["bytes"], self.get("sync", n, "python", "bytes")),
@@ -1107,6 +1176,22 @@ class Report:
             self.row("static budget (--print-budget) vs peak RSS",
                      "%s reserved, %s resident (1,000); %s reserved, %s resident (10,000)"
                      % (f_mb(b.get("default")), f_mb(rss1), f_mb(b.get("10k")), f_mb(rss10)), "", "")
+        gz = self.get("gzip")
+        for n in ("1000", "10000"):
+            g = gz and gz.get(n)
+            if not g:
+                continue
+            self.row("one LIST of %s ConfigMaps (--watch-list off --once, callgrind): bytes on the wire, "
+                     "gzip / plain" % "{:,}".format(int(n)),
+                     "%s B / %s B (%.1f x fewer)" % (f_n(g["gzip"]["bytes"]), f_n(g["plain"]["bytes"]),
+                                                      g["plain"]["bytes"] / g["gzip"]["bytes"]), "", "")
+            self.row("… instructions of the whole run, gzip / plain; added by gzip (inflating, CRC-32) / saved "
+                     "(decrypting fewer bytes)",
+                     "%s / %s (%+.1f %%); +%s (%.1f per decoded byte) / -%s"
+                     % (f_n(g["gzip"]["Ir"]), f_n(g["plain"]["Ir"]),
+                        100.0 * (g["gzip"]["Ir"] - g["plain"]["Ir"]) / g["plain"]["Ir"],
+                        f_n(g["added"]), g["added"] / max(1, g["plain"]["bytes"]), f_n(g["saved"])),
+                     "", "")
         cg = self.get("callgrind")
         if cg:
             self.row("instructions per 1 KiB MODIFIED event, socket to store and jsonl (callgrind)",

@@ -11,10 +11,11 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Stripped x86_64 binary ceiling (bytes): today's size plus 2 %, so that growth is a
 # decision, not an accident; the README table has the real figures. Raised from
-# 367000 when the CLI moved onto the public library API (359,360 -> 371,648 bytes:
-# the client's own checks and messages, and setup that main no longer inlines),
-# then for the local endpoint (--listen: src/serve.c, src/http_server.c, +36,840).
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-415000}
+# 367000 when the CLI moved onto the public library API (+12,288 bytes: the
+# client's own checks and messages), for gzip lists (src/inflate.c, +9,088 of
+# text) and for the local endpoint (--listen: src/serve.c, src/http_server.c,
+# +36,840).
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-425000}
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect

@@ -1956,7 +1956,8 @@ def t_oversized_no_turn(s):
     # The configmaps' LIST pauses 3 s some 600 bytes past kreflect's object limit.
     s.ctl.fault(kind="pause_after", bytes=CAPACITY["max-object"] + 600, seconds=3,
                 match="configmaps?", watch=False, count=1)
-    kr = s.kreflect("--watch-list", "off", resources=("configmaps", "secrets"))
+    # Plain lists: the pause is placed by the bytes of the body as it is on the wire.
+    kr = s.kreflect("--watch-list", "off", "--gzip", "off", resources=("configmaps", "secrets"))
     kr.wait(lambda ls: any(e.get("type") == "SYNCED" and e.get("resource") == "secrets" for e in ls),
             10, "the secrets' SYNCED")
     t0 = time.monotonic()
@@ -2033,6 +2034,131 @@ def t_three_resources_sync(s):
     check(got == want, "mirrors differ: %s" % {k: (len(got[k]), len(want[k])) for k in want})
     check(took < late(20), "the three resources took %.1f s to sync" % took)
     check_turns_in_tail(kr)
+
+
+# =========================================================================== gzip lists
+
+def list_reqs(s):
+    return [e for e in s.reqs() if not e["watch"]]
+
+
+def check_gzip_lists(s, want):
+    """Each LIST asked for gzip (and got it) as `want` says, one bool per list; no watch asked."""
+    lists = list_reqs(s)
+    got = [(e["accept_encoding"] == "gzip", e["gzip"]) for e in lists]
+    check(got == [(w, w) for w in want], "LISTs (asked gzip, got gzip) %s, expected %s"
+          % (got, [(w, w) for w in want]))
+    watches = [e for e in s.reqs() if e["watch"]]
+    check(watches and all(e["accept_encoding"] is None and not e["gzip"] for e in watches),
+          "a watch asked for gzip: %s" % [e["accept_encoding"] for e in watches])
+
+
+@scenario("GzipList", 6)
+def t_gzip_list(s):
+    # 1,000 ConfigMaps of 1 KiB: RV "0" is answered whole (the watch cache ignores limit).
+    s.server("--initial", 1000, "--initial-size", 1024)
+    rv0 = s.rv()
+    kr = s.kreflect("--watch-list", "off")
+    syn = kr.wait_synced(timeout=15)[0]
+    check(syn["count"] == 1000 and syn["resourceVersion"] == rv0, "SYNCED %s" % syn)
+    s.update("cm-00007", {"k": "changed"})
+    kr.wait_event("MODIFIED", "cm-00007")
+    s.check_mirror(kr)
+    check_gzip_lists(s, [True])
+    lst = list_reqs(s)[0]
+    check(lst["bytes"] < 1000 * 1024 // 4, "the gzip list took %d bytes on the wire" % lst["bytes"])
+    expect_requests(s.reqs(), [L(rv="0", limit=500), W(rv0, status="open")])
+
+
+@scenario("GzipListPaginated", 8)
+def t_gzip_list_paginated(s):
+    # Pages of 500 (no watch cache), each over 128 KiB: every page is gzip; then a
+    # relist after 410 gzips again.
+    s.server("--initial", 1200, "--initial-size", 1024, rv0_ignores_limit=False)
+    rv0 = s.rv()
+    s.ctl.fault(kind="watch_error", code=410, watch=True, count=1)
+    kr = s.kreflect("--watch-list", "off")
+    kr.wait_synced(2, timeout=20)
+    s.check_mirror(kr)
+    pages = [L(limit=500, cont=True)] * 2
+    expect_requests(s.reqs(), [L(rv="0", limit=500)] + pages + [W(rv0), L(rv=rv0, limit=500)] + pages +
+                    [W(rv0, status="open")])
+    check_gzip_lists(s, [True] * 6)
+
+
+def gzip_fails_then_plain(s, mode, why):
+    s.server("--initial", 400, "--initial-size", 1024)
+    s.ctl.fault(kind="bad_gzip", mode=mode, count=1)
+    s.ctl.fault(kind="watch_error", code=410, watch=True, count=1)
+    kr = s.kreflect("--watch-list", "off")
+    # The broken gzip list fails; the relist (plain), the 410 and the relist after it (plain).
+    kr.wait_synced(2, timeout=20)
+    s.check_mirror(kr)
+    check_gzip_lists(s, [True, False, False])
+    err = kr.stderr()
+    check("unable to inflate the gzip list" in err and why in err and
+          "listing without gzip from now on" in err, "no clear error for the %s gzip body: %s"
+          % (mode, kr.stderr_tail()))
+    check(err.count("listing without gzip from now on") == 1, "the fallback was logged more than once")
+
+
+@scenario("GzipCorruptBodyListsPlain", 8)
+def t_gzip_corrupt(s):
+    # The flipped byte breaks the deflate data or, first, the JSON it decodes to.
+    gzip_fails_then_plain(s, "corrupt", "gzip list: ")
+
+
+@scenario("GzipBadCrcListsPlain", 8)
+def t_gzip_bad_crc(s):
+    gzip_fails_then_plain(s, "crc", "CRC-32 mismatch")
+
+
+@scenario("GzipTruncatedListsPlain", 8)
+def t_gzip_truncated(s):
+    gzip_fails_then_plain(s, "truncate", "truncated")
+
+
+@scenario("GzipBombHitsItsBound", 10)
+def t_gzip_bomb(s):
+    gzip_fails_then_plain(s, "bomb", "gzip bomb")
+
+
+@scenario("GzipCorruptValueRepaired", 8)
+def t_gzip_corrupt_value(s):
+    # Valid deflate and valid JSON with one value changed: the CRC-32 at the end is the
+    # only sign, after the item was applied. The plain relist puts the server's copy back.
+    s.server("--initial", 400, "--initial-size", 1024)
+    s.ctl.fault(kind="bad_gzip", mode="data", count=1)
+    kr = s.kreflect("--watch-list", "off")
+    kr.wait_synced(timeout=20)
+    s.check_mirror(kr)
+    check_gzip_lists(s, [True, False])
+    err = kr.stderr()
+    check("CRC-32 mismatch" in err, kr.stderr_tail())
+    check(err.count("differs from the copy the broken gzip list left") == 1,
+          "repairs logged: %d" % err.count("differs from the copy"))
+    want = s.ctl.state(resource="configmaps", namespace="default", objects=True)["objects"]
+    got, _ = kr.mirror()
+    bad = [k for k, o in got.items() if o["data"] != want["configmaps/" + k]["object"]["data"]]
+    check(not bad, "data differs from the server's for %s" % bad[:3])
+
+
+@scenario("ContentEncodingNotAskedFor", 8)
+def t_content_encoding_not_asked(s):
+    # A gzip body to a client that did not ask (--gzip off), then a coding it cannot
+    # decode: each a protocol error, then a normal relist.
+    s.server("--initial", 20)
+    s.ctl.fault(kind="content_encoding", value="gzip", watch=False, count=1)
+    kr = s.kreflect("--watch-list", "off", "--gzip", "off")
+    kr.wait_synced(timeout=15)
+    check("a gzip body the request did not ask for" in kr.stderr(), kr.stderr_tail())
+    check([e["accept_encoding"] for e in list_reqs(s)] == [None, None], "--gzip off sent Accept-Encoding")
+    s.ctl.fault(kind="content_encoding", value="br", watch=False, count=1)
+    kr2 = s.kreflect("--watch-list", "off")
+    kr2.wait_synced(timeout=15)
+    check("a Content-Encoding other than gzip" in kr2.stderr(), kr2.stderr_tail())
+    s.check_mirror(kr)
+    s.check_mirror(kr2)
 
 
 # =========================================================================== runner
