@@ -9,6 +9,7 @@
 #include "http_post.h"
 #include "notify.h"
 #include "sink_dir.h"
+#include "state.h"
 #include "store.h"
 #include "supervise.h"
 #include "tls.h"
@@ -34,6 +35,8 @@ static const struct kr_budget_item items[] = {
 	{ "http-post", sizeof(struct kr_http_post),
 	  "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; RAM only if used" },
 	{ "supervise", sizeof(struct kr_supervise), "-- PROGRAM: KR_SUPERVISE_ARGS words, state" },
+	{ "state", sizeof(struct kr_state),
+	  "--state-dir: one KR_STATE_BUFFER_BYTES buffer snapshots stream through; RAM only if used" },
 	{ "dir-sink", sizeof(struct kr_dirsink),
 	  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 };

@@ -28,11 +28,13 @@
 #include "resource.h"
 #include "sink.h"
 #include "sink_dir.h"
+#include "state.h"
 #include "store.h"
 #include "supervise.h"
 #include "tls.h"
 
 #define EXIT_FATAL 1
+
 #define EXIT_USAGE 2
 #define EXIT_CANNOT_RUN 126            /* as a shell: found but could not be run */
 #define EXIT_NOT_FOUND 127
@@ -53,6 +55,8 @@ static int notify_on;
 static struct kr_http_post post;
 static int post_on;
 static struct kr_supervise sup;
+static struct kr_state state;
+static int state_on;
 static int sup_on;
 static struct kr_resource resources[KR_MAX_RESOURCES];
 static unsigned char pem[KR_PEM_MAX + 3];
@@ -130,6 +134,17 @@ static const char usage[] =
 	"                                 proxy, no redirect. Non-2xx or no answer: retried with\n"
 	"                                 backoff, 5 attempts, then logged and dropped; changes\n"
 	"                                 meanwhile go in the next batch (never two in flight)\n"
+	"state (warm restart, offline start):\n"
+	"  --state-dir PATH               keep snapshots of the mirror in PATH (mode 0700; the\n"
+	"                                 file is 0600): a restart watches from where it stopped,\n"
+	"                                 with no list, and only the changes made meanwhile reach\n"
+	"                                 the outputs (default off; a firmware build may set\n"
+	"                                 KR_STATE_DIR_DEFAULT; \"\" turns it off)\n"
+	"  --state-interval SECONDS       at most one snapshot per interval, none while nothing\n"
+	"                                 changed, one more at a clean stop (default 60)\n"
+	"  --max-stale SECONDS            when the server cannot be reached at start, a restored\n"
+	"                                 mirror younger than this counts as synced: files in\n"
+	"                                 place, PROGRAM started, --once succeeds (default off)\n"
 	"  --debounce MS                  batch changes for MS milliseconds into one notification\n"
 	"                                 (default 1000); nothing fires before the first full sync\n"
 	"  -o, --output jsonl|none        default jsonl on stdout:\n"
@@ -196,6 +211,7 @@ struct options {
 	struct kr_notify_opts notify;
 	const char *http_post;
 	struct kr_supervise_opts sup;
+	struct kr_state_opts state;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 };
 
@@ -355,8 +371,8 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 	}
 }
 
-/* The outputs main can add: --dir, --exec/--signal, --http-post, -- PROGRAM, JSON lines. */
-#define MAIN_SINKS 5
+/* The outputs main can add: --dir, --exec/--signal, --http-post, -- PROGRAM, JSON lines, --state-dir. */
+#define MAIN_SINKS 6
 _Static_assert(KR_MAX_SINKS >= MAIN_SINKS, "every output main can add needs a sink slot");
 
 /* Adds an output; a full table would drop events silently, so it is fatal. */
@@ -575,6 +591,22 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--grace must be 0 to 3600 seconds, not '%s'", v);
 			o->sup.grace_ms = (int)n * 1000;
 			o->sup_flag = "--grace";
+		} else if ((v = value_of(argc, argv, &i, "--state-dir", NULL))) {
+			if (strlen(v) >= KR_STATE_PATH_MAX)
+				return usage_error("--state-dir is too long: '%.40s...'", v);
+			o->state.dir = v;      /* "" turns a compiled-in default off */
+		} else if ((v = value_of(argc, argv, &i, "--state-interval", NULL))) {
+			long n = parse_num(v, 1, 86400);
+
+			if (n < 0)
+				return usage_error("--state-interval must be 1 to 86400 seconds, not '%s'", v);
+			o->state.interval_ms = (int)n * 1000;
+		} else if ((v = value_of(argc, argv, &i, "--max-stale", NULL))) {
+			long n = parse_num(v, 0, 86400L * 3650);
+
+			if (n < 0)
+				return usage_error("--max-stale must be a number of seconds, not '%s'", v);
+			o->state.max_stale_s = n;
 		} else if ((v = value_of(argc, argv, &i, "--debounce", NULL))) {
 			long n = parse_num(v, 0, 3600000);
 
@@ -869,11 +901,14 @@ int main(int argc, char **argv)
 	o.sup.child_signal = SIGHUP;
 	o.sup.grace_ms = 10000;
 	kr_reflector_opts_default(&o.ropts);
+	kr_state_opts_default(&o.state);
 	r = parse_flags(argc, argv, &o, &nres);
 	if (r)
 		return r;
 	if (o.sup_flag && !o.sup.argv)
 		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
+	if (o.state.max_stale_s >= 0 && !(o.state.dir && *o.state.dir))
+		return usage_error("--max-stale needs --state-dir: there is no mirror to restore%s", "");
 	if (o.once && o.sup.argv)
 		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
 				   "sync%s", "");
@@ -1038,6 +1073,17 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		kr_loop_before_poll(&loop, kr_jsonl_flush, &jsonl);
 	}
+	if (o.state.dir && *o.state.dir) {
+		/* Last: it only notes that the mirror changed. */
+		if (kr_state_init(&state, &top, &loop, &o.state, err, sizeof(err)) != 0) {
+			kr_dprintf(2, "kreflect: --state-dir %s: %s\n", o.state.dir, err);
+			return EXIT_USAGE;
+		}
+		if (add_sink(kr_state_event, &state) != 0)
+			return EXIT_FATAL;
+		state_on = 1;
+		kr_state_load(&state);
+	}
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));
 		once_timer.fire = on_once_timeout;
@@ -1051,6 +1097,14 @@ int main(int argc, char **argv)
 	kr_reflect_stop(&top);
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
+	if (state_on) {
+		for (i = 0; i < (size_t)top.nrefl; i++)
+			if (top.refl[i].restored && top.refl[i].synced)
+				kr_log(KR_LOG_WARN, "%s: the mirror is the one restored from %s, %lld s old: "
+				       "the server was not reached", top.refl[i].res.name, state.dir,
+				       (long long)kr_state_age_s(&state));
+		kr_state_close(&state);
+	}
 	if (o.once && !once_failed && top.synced_count == top.nrefl)
 		return run_hooks_once();
 	if (sup_on && sup.state == KR_SUP_ENDED)

@@ -28,7 +28,7 @@
 #include "store.h"
 
 #ifndef KR_MAX_SINKS
-#define KR_MAX_SINKS 6             /* main's five outputs, and one for a library caller */
+#define KR_MAX_SINKS 7             /* main's six outputs, and one for a library caller */
 #endif
 
 enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };
@@ -133,6 +133,10 @@ struct kr_reflector {
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
+	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
+	int restored;                  /* started from a state snapshot, not yet confirmed live */
+	int restored_synced;           /* the restored mirror counts as synced (--max-stale) */
+	int64_t restored_gap_ms;       /* the bookmark cadence the snapshot remembered */
 	unsigned long lists, watch_lists, watches, relists, errors;
 	/* the shared tail: bytes held back for another's object, turns given at
 	 * an object boundary, stalled objects cut, own objects read again */
@@ -171,6 +175,16 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 
 /* Adds a sink (events in order to every sink). Returns 0 or KR_ENOSPC. */
 int kr_reflect_add_sink(struct kr_reflect *top, const struct kr_sink *sink);
+
+/*
+ * Resource i starts from a restored mirror (already in the store) valid at
+ * rv: kr_reflect_start replays it to the sinks as restored ADDED events and
+ * watches from rv, with no list unless the server answers 410. With
+ * counts_as_synced the restored mirror is announced as synced at once
+ * (offline start); else only when the server accepts the watch.
+ */
+void kr_reflect_restore(struct kr_reflect *top, int i, const char *rv, int64_t bookmark_gap_ms,
+			int counts_as_synced);
 
 /* Starts every reflector; the loop does the rest. */
 void kr_reflect_start(struct kr_reflect *top);

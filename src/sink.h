@@ -31,6 +31,13 @@ struct kr_event {
 	int partial;                   /* SYNCED: some objects could not be read; the
 					  mirror kept their old state, so nothing may be
 					  concluded from their absence */
+	int restored;                  /* ADDED: replayed from the state directory at start
+					  (the sinks had it before the restart); SYNCED: the
+					  mirror is the restored one, not yet confirmed by
+					  the server ("state":"restored" rather than "live") */
+	int warm;                      /* SYNCED: no list preceded it, the sinks already hold
+					  every object (restored, or resumed by a watch from
+					  the saved resourceVersion): nothing to notify */
 };
 
 struct kr_sink {
