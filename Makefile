@@ -152,6 +152,12 @@ FUZZ_LDFLAGS_event_apply := $(NETSIM_WRAP)
 FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink rmdir rename create \
 	mkdir open_append)
 
+# The state directory's loader and snapshots, on the power-cut file system of tests/fuzz/memfs.h.
+STATE_WRAP := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,mkdir is_dir stat unlink open_read read \
+	create write sync close rename sync_dir error) -Wl,--wrap=kr_port_wall_seconds,--wrap=kr_port_log_write
+FUZZ_LDFLAGS_state_load := $(STATE_WRAP)
+FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
+
 # mbedTLS depends only on the target and its config, not on O or our flags:
 # variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
 MBEDTLS_O := build/$(TARGET)/mbedtls

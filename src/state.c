@@ -194,8 +194,10 @@ static int rd(struct kr_state *st, void *dst, size_t n)
 
 			if (got < 0)
 				return KR_EIO;
-			if (got == 0)
+			if (got == 0) {
+				st->short_read = 1;
 				return KR_EINVAL;
+			}
 			st->len = (size_t)got;
 			st->pos = 0;
 			st->total += (uint64_t)got;
@@ -387,6 +389,7 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 	memset(rr, 0, sizeof(rr));
 	st->len = st->pos = 0;
 	st->total = 0;
+	st->short_read = 0;
 	st->fd = kr_port_fs_open_read(st->path);
 	if (st->fd == KR_ENOENT) {
 		st->fd = -1;
@@ -417,8 +420,11 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 			       "full sync", st->path, kr_port_fs_error());
 			return st->load = KR_STATE_UNREADABLE;
 		}
-		kr_log(KR_LOG_WARN, "state: ignoring the snapshot %s: %s (after %llu bytes); starting "
-		       "with a full sync", st->path, what, (unsigned long long)st->total);
+		if (st->short_read)
+			what = "the file ends in the middle of a record (cut short)";
+		kr_log(KR_LOG_WARN, "state: ignoring the snapshot %s: %s (at byte %llu); starting "
+		       "with a full sync", st->path, what,
+		       (unsigned long long)(st->total - (st->len - st->pos)));
 		return st->load = KR_STATE_INVALID;
 	}
 	st->load = KR_STATE_LOADED;

@@ -99,6 +99,7 @@ struct kr_state {
 	/* streaming */
 	int fd;
 	int err;
+	int short_read;                /* the file ended in the middle of a record */
 	uint64_t total;                /* bytes through the current file */
 	uint32_t crc;                  /* of the record in progress */
 	size_t len, pos;               /* buf: bytes held, bytes taken (reading) */
