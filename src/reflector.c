@@ -22,6 +22,7 @@ static void start_list(struct kr_reflector *r);
 static void start_watch(struct kr_reflector *r);
 static void request(struct kr_reflector *r, int kind);
 static void warm_synced(struct kr_reflector *r, int restored);
+static void unreachable(struct kr_reflector *r);
 static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix);
 
 void kr_reflector_opts_default(struct kr_reflector_opts *o)
@@ -967,6 +968,8 @@ static void list_done(struct kr_reflector *r)
 
 static void list_failed(struct kr_reflector *r, const char *why)
 {
+	if (r->status == 0)
+		unreachable(r);
 	r->errors++;
 	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
 	backoff_then(r, start_cycle, "list failed");
@@ -1054,6 +1057,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 		/* Never got an answer (refused, TLS, DNS): back off, try again. */
 		r->errors++;
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
+		unreachable(r);
 		backoff_then(r, again_watch_list, "watch-list request failed");
 		return;
 	}
@@ -1156,6 +1160,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		/* No answer at all (refused, unreachable, TLS): same RV after backoff. */
 		r->errors++;
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
+		unreachable(r);
 		backoff_then(r, again_watch, "watch request failed");
 		return;
 	}
@@ -1547,15 +1552,28 @@ static void warm_synced(struct kr_reflector *r, int restored)
 	}
 }
 
-/* From a restored mirror: the sinks see it again (the dir sink checks its files), then a watch. */
+/* The server did not answer: a restored mirror young enough (--max-stale) counts as synced. */
+static void unreachable(struct kr_reflector *r)
+{
+	if (r->restored && r->restored_synced && !r->synced)
+		warm_synced(r, 1);
+}
+
+/*
+ * From a restored mirror: the sinks see it again (the dir sink checks its
+ * files), then a watch from the saved resourceVersion. --once lists instead
+ * (reconciled against the restored mirror: only changes reach the sinks),
+ * since a watch cannot tell when the changes made meanwhile have all come.
+ */
 static void start_warm(struct kr_reflector *r)
 {
 	r->cycle_start = kr_port_now_ms();
 	r->retry_after_count = 0;
 	kr_store_foreach(r->top->store, r->index, restored_fn, r);
-	if (r->restored_synced)
-		warm_synced(r, 1);
-	start_watch(r);
+	if (r->top->opts.once)
+		start_cycle(r);
+	else
+		start_watch(r);
 }
 
 void kr_reflect_start(struct kr_reflect *top)

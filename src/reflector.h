@@ -135,7 +135,8 @@ struct kr_reflector {
 	int synced;                    /* a complete (re)list has happened */
 	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
 	int restored;                  /* started from a state snapshot, not yet confirmed live */
-	int restored_synced;           /* the restored mirror counts as synced (--max-stale) */
+	int restored_synced;           /* the restored mirror counts as synced if the server
+					  does not answer (--max-stale) */
 	int64_t restored_gap_ms;       /* the bookmark cadence the snapshot remembered */
 	unsigned long lists, watch_lists, watches, relists, errors;
 	/* the shared tail: bytes held back for another's object, turns given at
@@ -179,9 +180,10 @@ int kr_reflect_add_sink(struct kr_reflect *top, const struct kr_sink *sink);
 /*
  * Resource i starts from a restored mirror (already in the store) valid at
  * rv: kr_reflect_start replays it to the sinks as restored ADDED events and
- * watches from rv, with no list unless the server answers 410. With
- * counts_as_synced the restored mirror is announced as synced at once
- * (offline start); else only when the server accepts the watch.
+ * watches from rv, with no list unless the server answers 410 (with
+ * opts.once it lists, reconciling against the restored mirror). With
+ * counts_as_synced the restored mirror is announced as synced when the
+ * server cannot be reached (offline start); else only when it answers.
  */
 void kr_reflect_restore(struct kr_reflect *top, int i, const char *rv, int64_t bookmark_gap_ms,
 			int counts_as_synced);

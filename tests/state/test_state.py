@@ -243,6 +243,21 @@ def t_offline(s):
     check(kr.wait_exit(10) == 1, "exit %s with a mirror older than --max-stale, expected 1" % kr.rc)
 
 
+@scenario("StateOnceFromRestoredMirror", 5)
+def t_once_warm(s):
+    s.server()
+    first_run(s, 6)
+    s.update("o1", {"o1": "changed"})
+    s.delete("o2")
+    kr, before = second_run(s, "--once")
+    check(kr.wait_exit(10) == 0, "--once exited %s: %s" % (kr.rc, kr.stderr_tail()))
+    check(sorted(names(objects(kr))) == [("DELETED", "o2"), ("MODIFIED", "o1")], "events %s" % names(objects(kr)))
+    check(kr.synced()[0].get("state") == "live", "SYNCED %s" % kr.synced())
+    f = files(s)
+    check(f["o1"][2] == b"changed" and "o2" not in f and len(f) == 5, "files %s" % sorted(f))
+    check(hook_runs(s) == 2, "the hook ran %d times, expected once more for --once" % hook_runs(s))
+
+
 @scenario("StateOfflineKeepsTrying", 6)
 def t_offline_keeps_trying(s):
     srv = s.server()
