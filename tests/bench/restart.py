@@ -67,7 +67,7 @@ class Run:
         cmd = [binary, "--server", srv.ready["server"], "--certificate-authority", srv.ready["ca"],
                "--token-file", srv.ready["token_file"], "-v", "1",
                "--state-dir", os.path.join(work, "state"), "--dir", os.path.join(work, "files"),
-               "--exec", "sh -c 'echo run >> %s'" % self.hook, "--debounce", "100"] + list(extra) + ["configmaps"]
+               "--dir-layout", "object", "--exec", "sh -c 'echo run >> %s'" % self.hook, "--debounce", "100"] + list(extra) + ["configmaps"]
         self.err = open(self.err_path, "wb")
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL,
@@ -126,7 +126,14 @@ def one(binary, srv, work, since_log, settle=1.0):
     run.stop()
     after = files_state(os.path.join(work, "files"))
     written = sum(1 for k, v in after.items() if before_files.get(k) != v)
-    reqs = [e for e in srv.control.call("/log", {"since": since_log}, timeout=30)["entries"] if e["path"] == NS_PATH]
+    # The server counts a response's bytes when it ends (the watch: when kreflect closed it).
+    deadline = time.monotonic() + 10
+    while True:
+        reqs = [e for e in srv.control.call("/log", {"since": since_log}, timeout=30)["entries"]
+                if e["path"] == NS_PATH]
+        if all(e.get("done") for e in reqs) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     kinds = {"list": 0, "watch-list": 0, "watch": 0}
     for e in reqs:
         if not e.get("watch"):
@@ -153,7 +160,7 @@ def restart_figures(binary, n, out, reps):
     for rep in range(reps):
         work = os.path.join(out, "restart-%d-%d" % (n, rep))
         shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
+        os.makedirs(os.path.join(work, "server"))
         srv = ServerProcess(["--seed", "1"], workdir=os.path.join(work, "server"), timeout=60)
         try:
             srv.control.bulk("configmaps", "default", n, size=1024)
@@ -177,7 +184,7 @@ def restart_figures(binary, n, out, reps):
 def flash_figures(binary, out, seconds):
     work = os.path.join(out, "restart-flash")
     shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    os.makedirs(os.path.join(work, "server"))
     srv = ServerProcess(["--seed", "1"], workdir=os.path.join(work, "server"), timeout=60)
     try:
         srv.control.bulk("configmaps", "default", 1000, size=1024)
