@@ -9,11 +9,15 @@
 #include "store.h"
 
 #define MAGIC "KRSTATE\n"
+#define JMAGIC "KRJOURN\n"
 #define DIR_MODE 0700u
 #define FILE_MODE 0600u               /* Secrets may be in it */
 #define REC_RES 'R'
 #define REC_OBJ 'O'
 #define REC_END 'E'
+#define REC_DEL 'D'
+#define REC_COMMIT 'C'
+#define DEL_HEAD 6u                   /* type 0 res keylen */
 #define RES_HEAD 16u                  /* type rvlen res count gap */
 #define OBJ_HEAD 12u                  /* type rvlen uidlen held res keylen objlen */
 #define RETRY_MS 1000                 /* a relist in progress: look again soon */
@@ -73,14 +77,24 @@ uint32_t kr_state_crc32(uint32_t crc, const void *p, size_t n)
 }
 
 void kr_state_header(unsigned char *out, uint32_t version, uint32_t nres, uint64_t config,
-		     int64_t written_s)
+		     int64_t written_s, uint64_t gen)
 {
 	memcpy(out, MAGIC, 8);
 	put32(out + 8, version);
 	put32(out + 12, nres);
 	put64(out + 16, config);
 	put64(out + 24, (uint64_t)written_s);
-	put32(out + 32, kr_state_crc32(0, out, 32));
+	put64(out + 32, gen);
+	put32(out + 40, kr_state_crc32(0, out, 40));
+}
+
+void kr_state_journal_header(unsigned char *out, uint32_t version, uint64_t config, uint64_t gen)
+{
+	memcpy(out, JMAGIC, 8);
+	put32(out + 8, version);
+	put64(out + 12, config);
+	put64(out + 20, gen);
+	put32(out + 28, kr_state_crc32(0, out, 28));
 }
 
 /* FNV-1a 64 of a string, continued (with a separator, so "ab","c" != "a","bc"). */
@@ -162,6 +176,7 @@ int kr_state_init(struct kr_state *st, struct kr_reflect *top, struct kr_loop *l
 	memcpy(st->dir, o->dir, n + 1);
 	kr_snprintf(st->path, sizeof(st->path), "%s/state", st->dir);
 	kr_snprintf(st->tmp, sizeof(st->tmp), "%s/state.tmp", st->dir);
+	kr_snprintf(st->jpath, sizeof(st->jpath), "%s/journal", st->dir);
 	st->config = config_hash(top);
 	r = kr_port_fs_mkdir(st->dir, DIR_MODE);
 	if (r == 1) {
@@ -244,8 +259,20 @@ struct res_rec {
 	int64_t gap_ms;
 };
 
-/* Reads one object record into the store. *what names the problem. */
-static int load_object(struct kr_state *st, int nres, struct res_rec *rr, const char **what)
+enum { SNAPSHOT, CHECK, APPLY };
+
+/* Where reading is in the file. */
+static uint64_t at(const struct kr_state *st)
+{
+	return st->total - (st->len - st->pos);
+}
+
+/*
+ * Reads one object record: into the store as a new key (SNAPSHOT), only
+ * checked with its bytes skipped (CHECK), or over what the store holds
+ * (APPLY, a journal's). *what names the problem.
+ */
+static int load_object(struct kr_state *st, int nres, struct res_rec *rr, int mode, const char **what)
 {
 	struct kr_store *s = st->top->store;
 	unsigned char h[OBJ_HEAD - 1];
@@ -266,7 +293,7 @@ static int load_object(struct kr_state *st, int nres, struct res_rec *rr, const 
 	*what = "an object record out of bounds";
 	if (res >= (uint32_t)nres || keylen == 0 || keylen >= KR_KEY_MAX || rvlen == 0 ||
 	    rvlen >= KR_RV_MAX || uidlen >= KR_RV_MAX || held > 1 || (!held && objlen) ||
-	    objlen > KR_MAX_OBJECT_BYTES || rr[res].got >= rr[res].count)
+	    objlen > KR_MAX_OBJECT_BYTES || (mode == SNAPSHOT && rr[res].got >= rr[res].count))
 		return KR_EINVAL;
 	if ((r = rd(st, key, keylen)) < 0 || (r = rd(st, rv, rvlen)) < 0 || (r = rd(st, uid, uidlen)) < 0)
 		return r;
@@ -274,7 +301,10 @@ static int load_object(struct kr_state *st, int nres, struct res_rec *rr, const 
 	*what = "a key, resourceVersion or uid with a NUL byte";
 	if (strlen(key) != keylen || strlen(rv) != rvlen || strlen(uid) != uidlen)
 		return KR_EINVAL;
-	if (held) {
+	if (held && mode == CHECK) {
+		if ((r = rd(st, NULL, objlen)) < 0)
+			return r;
+	} else if (held) {
 		obj = kr_store_scratch(s, objlen, &cap);
 		*what = "more objects than the arena holds";
 		if (!obj || cap < objlen)
@@ -285,24 +315,191 @@ static int load_object(struct kr_state *st, int nres, struct res_rec *rr, const 
 	*what = "a record checksum";
 	if ((r = rd_crc(st)) < 0)
 		return r;
+	if (mode == CHECK)
+		return 0;
 	r = kr_store_put(s, (int)res, key, keylen, rv, uid, obj, objlen, 0, NULL);
 	*what = "an object twice, or more than the store holds";
+	if (mode == APPLY)
+		return r < 0 ? r : 0;
 	if (r != (held ? KR_STORE_ADDED : KR_STORE_NOT_HELD))
 		return r < 0 ? r : KR_EINVAL;
 	rr[res].got++;
 	return 0;
 }
 
+/* A resource record (type byte read): checked, and kept in rr[] unless CHECK. */
+static int load_res(struct kr_state *st, struct res_rec *rr, uint32_t nres, int mode, uint32_t want)
+{
+	unsigned char b[RES_HEAD - 1];
+	char rv[KR_RV_MAX];
+	uint32_t rvlen, res;
+	int64_t gap;
+	int r;
+
+	if ((r = rd(st, b, sizeof(b))) < 0)
+		return r;
+	rvlen = b[0];
+	res = get16(b + 1);
+	gap = (int64_t)get64(b + 7);
+	if (res >= nres || (mode == SNAPSHOT && res != want) || rvlen == 0 || rvlen >= KR_RV_MAX ||
+	    gap < 0 || gap > 86400000)
+		return KR_EINVAL;
+	if ((r = rd(st, rv, rvlen)) < 0)
+		return r;
+	rv[rvlen] = '\0';
+	if ((r = rd_crc(st)) < 0)
+		return r;
+	if (strlen(rv) != rvlen)
+		return KR_EINVAL;
+	if (mode == CHECK)
+		return 0;
+	memcpy(rr[res].rv, rv, rvlen + 1);
+	rr[res].gap_ms = gap;
+	if (mode == SNAPSHOT)
+		rr[res].count = get32(b + 3);
+	return 0;
+}
+
+/* A journal's delete record (type byte read). */
+static int load_delete(struct kr_state *st, uint32_t nres, int mode)
+{
+	unsigned char h[DEL_HEAD - 1];
+	char key[KR_KEY_MAX];
+	uint32_t res, keylen;
+	int r;
+
+	if ((r = rd(st, h, sizeof(h))) < 0)
+		return r;
+	res = get16(h + 1);
+	keylen = get16(h + 3);
+	if (h[0] || res >= nres || keylen == 0 || keylen >= KR_KEY_MAX)
+		return KR_EINVAL;
+	if ((r = rd(st, key, keylen)) < 0)
+		return r;
+	key[keylen] = '\0';
+	if ((r = rd_crc(st)) < 0)
+		return r;
+	if (strlen(key) != keylen)
+		return KR_EINVAL;
+	if (mode == APPLY)
+		kr_store_delete(st->top->store, (int)res, key, keylen, NULL);
+	return 0;
+}
+
+/*
+ * Reads journal groups after its header. CHECK: finds where the last whole
+ * group ends (*good_end) and how many there are, stopping at the first bad
+ * or cut record (a group without its commit never counts). APPLY: applies
+ * every record before end. Returns 0 or a negative KR_E code (APPLY).
+ */
+static int journal_pass(struct kr_state *st, struct res_rec *rr, uint32_t nres, int mode,
+			uint64_t end, uint64_t *good_end, unsigned long *groups)
+{
+	const char *what;
+	uint32_t nrec = 0;
+	int r;
+
+	for (;;) {
+		unsigned char type, c[7];
+
+		if (mode == APPLY && at(st) >= end)
+			return 0;
+		st->crc = 0;
+		if ((r = rd(st, &type, 1)) < 0)
+			return mode == CHECK ? 0 : r;
+		if (type == REC_OBJ)
+			r = load_object(st, (int)nres, rr, mode, &what);
+		else if (type == REC_RES)
+			r = load_res(st, rr, nres, mode, 0);
+		else if (type == REC_DEL)
+			r = load_delete(st, nres, mode);
+		else if (type == REC_COMMIT && (r = rd(st, c, sizeof(c))) == 0 &&
+			 (r = rd_crc(st)) == 0 && !c[0] && !c[1] && !c[2] && get32(c + 3) == nrec) {
+			nrec = 0;
+			if (mode == CHECK) {
+				*good_end = at(st);
+				(*groups)++;
+			}
+			continue;
+		} else
+			r = KR_EINVAL;
+		if (r < 0)
+			return mode == CHECK ? 0 : r;
+		nrec++;
+	}
+}
+
+/* Opens the journal for reading and checks its header. 1 if it follows this snapshot. */
+static int journal_open(struct kr_state *st)
+{
+	unsigned char h[KR_STATE_JOURNAL_HEADER_BYTES];
+
+	st->len = st->pos = 0;
+	st->total = 0;
+	st->fd = kr_port_fs_open_read(st->jpath);
+	if (st->fd < 0) {
+		st->fd = -1;
+		return 0;
+	}
+	st->crc = 0;
+	if (rd(st, h, 28) < 0 || rd_crc(st) < 0 || memcmp(h, JMAGIC, 8) != 0 ||
+	    get32(h + 8) != KR_STATE_VERSION || get64(h + 12) != st->config || get64(h + 20) != st->gen)
+		return 0;
+	return 1;
+}
+
+static void journal_close(struct kr_state *st)
+{
+	if (st->fd >= 0)
+		kr_port_fs_close(st->fd);
+	st->fd = -1;
+}
+
+/*
+ * After the snapshot: the journal's whole groups, if it follows this
+ * snapshot. Returns 0 (applied, or nothing to apply) or a negative KR_E code.
+ */
+static int load_journal(struct kr_state *st, struct res_rec *rr, uint32_t nres)
+{
+	uint64_t good_end = 0;
+	unsigned long groups = 0;
+	int r;
+
+	st->journal_ok = 1;
+	st->journal_exists = 0;
+	if (!journal_open(st)) {
+		journal_close(st);
+		return 0;
+	}
+	journal_pass(st, rr, nres, CHECK, 0, &good_end, &groups);
+	journal_close(st);
+	st->short_read = 0;
+	if (groups == 0)
+		return 0;
+	/* Read again, applying: the first pass proved every record up to good_end whole. */
+	if (!journal_open(st)) {
+		journal_close(st);
+		return KR_EIO;
+	}
+	r = journal_pass(st, rr, nres, APPLY, good_end, NULL, NULL);
+	journal_close(st);
+	st->replayed_groups = groups;
+	st->loaded_bytes += good_end;
+	/* The next write folds the journal into a new snapshot. */
+	st->journal_ok = 0;
+	return r;
+}
+
 static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
 {
 	struct kr_reflect *top = st->top;
-	unsigned char h[KR_STATE_HEADER_BYTES], b[RES_HEAD];
+	unsigned char h[KR_STATE_HEADER_BYTES];
 	uint32_t nres, i, total = 0, loaded = 0;
 	int r;
 
 	*what = "a short header";
 	st->crc = 0;
-	if ((r = rd(st, h, 32)) < 0)
+	if ((r = rd(st, h, 40)) < 0)
 		return r;
 	if ((r = rd_crc(st)) < 0 || memcmp(h, MAGIC, 8) != 0) {
 		*what = "not a kreflect state file, or its header is damaged";
@@ -318,32 +515,22 @@ static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
 	}
 	nres = get32(h + 12);
 	st->written_s = (int64_t)get64(h + 24);
+	st->gen = get64(h + 32);
 	if (nres != (uint32_t)top->nrefl) {
 		*what = "other config";
 		return KR_ESTATE;
 	}
 	for (i = 0; i < nres; i++) {
-		uint32_t rvlen, res;
+		unsigned char type;
 
 		*what = "a resource record";
 		st->crc = 0;
-		if ((r = rd(st, b, sizeof(b))) < 0)
+		if ((r = rd(st, &type, 1)) < 0)
 			return r;
-		rvlen = b[1];
-		res = get16(b + 2);
-		if (b[0] != REC_RES || res != i || rvlen == 0 || rvlen >= KR_RV_MAX)
-			return KR_EINVAL;
-		rr[i].count = get32(b + 4);
-		rr[i].gap_ms = (int64_t)get64(b + 8);
-		if ((r = rd(st, rr[i].rv, rvlen)) < 0)
-			return r;
-		rr[i].rv[rvlen] = '\0';
-		if ((r = rd_crc(st)) < 0)
-			return r;
+		if (type != REC_RES || (r = load_res(st, rr, nres, SNAPSHOT, i)) < 0)
+			return r < 0 ? r : KR_EINVAL;
 		/* Counts come from the file: checked before they are trusted. */
-		if (strlen(rr[i].rv) != rvlen || rr[i].count > top->store->max_entries ||
-		    total + rr[i].count > top->store->max_entries || rr[i].gap_ms < 0 ||
-		    rr[i].gap_ms > 86400000)
+		if (rr[i].count > top->store->max_entries || total + rr[i].count > top->store->max_entries)
 			return KR_EINVAL;
 		total += rr[i].count;
 	}
@@ -359,7 +546,7 @@ static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
 		*what = "an unknown record";
 		if (type != REC_OBJ)
 			return KR_EINVAL;
-		if ((r = load_object(st, (int)nres, rr, what)) < 0)
+		if ((r = load_object(st, (int)nres, rr, SNAPSHOT, what)) < 0)
 			return r;
 		loaded++;
 	}
@@ -406,6 +593,9 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 	kr_port_fs_close(st->fd);
 	st->fd = -1;
 	st->loaded_bytes = st->total;
+	st->last_bytes = st->total;
+	if (r == 0 && (r = load_journal(st, rr, (uint32_t)top->nrefl)) < 0)
+		what = "its journal could not be applied";
 	if (r < 0) {
 		store_reset(top->store);
 		st->loaded_objects = 0;
@@ -433,11 +623,11 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 		kr_reflect_restore(top, i, rr[i].rv, rr[i].gap_ms, fresh);
 		kr_snprintf(st->saved_rv[i], sizeof(st->saved_rv[i]), "%s", rr[i].rv);
 	}
-	st->last_bytes = st->loaded_bytes;
 	st->last_objects = st->loaded_objects;
-	kr_log(KR_LOG_INFO, "state: restored %zu objects from %s (%llu bytes, written %lld s ago); "
-	       "a snapshot costs about that many bytes of flash per write", st->loaded_objects,
-	       st->path, (unsigned long long)st->loaded_bytes, (long long)kr_state_age_s(st));
+	kr_log(KR_LOG_INFO, "state: restored %zu objects from %s (%llu bytes with %lu journal groups, "
+	       "written %lld s ago); a snapshot costs about %llu bytes of flash per write",
+	       kr_store_count(top->store, -1), st->path, (unsigned long long)st->loaded_bytes,
+	       st->replayed_groups, (long long)kr_state_age_s(st), (unsigned long long)st->last_bytes);
 	return st->load = KR_STATE_LOADED;
 }
 
@@ -531,36 +721,11 @@ static int changed_rv(const struct kr_state *st)
 	return 0;
 }
 
-int kr_state_save(struct kr_state *st, int force)
+static void wr_res_records(struct kr_state *st)
 {
 	struct kr_reflect *top = st->top;
-	struct save_ctx c = { st, 0 };
-	unsigned char h[KR_STATE_HEADER_BYTES];
-	kr_ms_t t0 = kr_port_now_ms();
-	const char *step = "write";
-	int i, r;
+	int i;
 
-	if (!st->dirty && !force)
-		return 0;
-	for (i = 0; i < top->nrefl; i++)
-		if (!consistent(&top->refl[i])) {
-			st->postponed++;
-			kr_log(KR_LOG_DEBUG, "state: snapshot postponed: %s is not synced", top->refl[i].res.name);
-			return 0;
-		}
-	kr_port_fs_unlink(st->tmp);
-	st->fd = kr_port_fs_create(st->tmp, FILE_MODE);
-	if (st->fd < 0) {
-		step = "create";
-		r = st->fd;
-		st->fd = -1;
-		goto out;
-	}
-	st->err = 0;
-	st->len = 0;
-	st->total = 0;
-	kr_state_header(h, KR_STATE_VERSION, (uint32_t)top->nrefl, st->config, kr_port_wall_seconds());
-	wr(st, h, sizeof(h));
 	for (i = 0; i < top->nrefl; i++) {
 		const struct kr_reflector *rf = &top->refl[i];
 		unsigned char b[RES_HEAD];
@@ -578,50 +743,198 @@ int kr_state_save(struct kr_state *st, int force)
 		wr(st, rf->last_rv, rvlen);
 		wr_crc(st);
 	}
-	kr_store_foreach(top->store, -1, save_object, &c);
-	{
-		unsigned char e[8];
+}
 
-		memset(e, 0, sizeof(e));
-		e[0] = REC_END;
-		put32(e + 4, c.objects);
-		st->crc = 0;
-		wr(st, e, sizeof(e));
-		wr_crc(st);
-	}
+/* The buffered bytes out, the file synced and closed. Returns 0 or a KR_E code with *step. */
+static int finish_file(struct kr_state *st, const char **step)
+{
+	int r, c;
+
 	flush(st);
 	r = st->err;
 	if (r == 0 && (r = kr_port_fs_sync(st->fd)) < 0)
-		step = "flush";
-	i = kr_port_fs_close(st->fd);
+		*step = "flush";
+	c = kr_port_fs_close(st->fd);
 	st->fd = -1;
-	if (r == 0 && (r = i) < 0)
-		step = "close";
+	if (r == 0 && (r = c) < 0)
+		*step = "close";
+	return r;
+}
+
+/* A whole snapshot of generation gen + 1: temp file, fsync, rename, directory fsync. */
+static int write_snapshot(struct kr_state *st, const char **step, uint32_t *objects)
+{
+	struct kr_reflect *top = st->top;
+	struct save_ctx c = { st, 0 };
+	unsigned char h[KR_STATE_HEADER_BYTES], e[8];
+	int r;
+
+	kr_port_fs_unlink(st->tmp);
+	st->fd = kr_port_fs_create(st->tmp, FILE_MODE);
+	if (st->fd < 0) {
+		*step = "create";
+		r = st->fd;
+		st->fd = -1;
+		return r;
+	}
+	kr_state_header(h, KR_STATE_VERSION, (uint32_t)top->nrefl, st->config, kr_port_wall_seconds(),
+			st->gen + 1);
+	wr(st, h, sizeof(h));
+	wr_res_records(st);
+	kr_store_foreach(top->store, -1, save_object, &c);
+	memset(e, 0, sizeof(e));
+	e[0] = REC_END;
+	put32(e + 4, c.objects);
+	st->crc = 0;
+	wr(st, e, sizeof(e));
+	wr_crc(st);
+	*objects = c.objects;
+	if ((r = finish_file(st, step)) < 0)
+		return r;
 	/* Only a whole, durable file takes the old one's place. */
-	if (r == 0 && (r = kr_port_fs_rename(st->tmp, st->path)) < 0)
-		step = "rename";
-	if (r == 0 && (r = kr_port_fs_sync_dir(st->dir)) < 0)
-		step = "flush the directory of";
-out:
+	if ((r = kr_port_fs_rename(st->tmp, st->path)) < 0) {
+		*step = "rename";
+		return r;
+	}
+	/* From here the new snapshot may be the one on disk: the old journal no longer counts. */
+	st->gen++;
+	st->journal_ok = 0;
+	if ((r = kr_port_fs_sync_dir(st->dir)) < 0) {
+		*step = "flush the directory of";
+		return r;
+	}
+	st->journal_ok = 1;
+	st->journal_exists = 0;
+	st->journal_bytes = 0;
+	return 0;
+}
+
+/* One journal group: the changed objects as they are now, the RVs, a commit. */
+static int append_journal(struct kr_state *st, const char **step, uint32_t *objects)
+{
+	struct kr_store *s = st->top->store;
+	struct save_ctx c = { st, 0 };
+	unsigned char e[8];
+	uint32_t nrec = 0;
+	size_t i = 0;
+	int r, created = 0;
+
+	if (!st->journal_exists) {
+		unsigned char h[KR_STATE_JOURNAL_HEADER_BYTES];
+
+		/* The journal of an older snapshot (or a cut group) goes. */
+		kr_port_fs_unlink(st->jpath);
+		st->fd = kr_port_fs_create(st->jpath, FILE_MODE);
+		kr_state_journal_header(h, KR_STATE_VERSION, st->config, st->gen);
+		created = 1;
+		if (st->fd >= 0)
+			wr(st, h, sizeof(h));
+	} else {
+		st->fd = kr_port_fs_open_append(st->jpath);
+	}
+	if (st->fd < 0) {
+		*step = "open";
+		r = st->fd;
+		st->fd = -1;
+		return r;
+	}
+	while (i < st->jlen) {
+		int res = (unsigned char)st->jkeys[i];
+		const char *key = st->jkeys + i + 1;
+		size_t keylen = strlen(key);
+		struct kr_store_view v;
+
+		i += keylen + 2;
+		nrec++;
+		if (kr_store_get(s, res, key, keylen, &v)) {
+			save_object(&c, &v);
+		} else {
+			unsigned char d[DEL_HEAD];
+
+			d[0] = REC_DEL;
+			d[1] = 0;
+			put16(d + 2, (uint32_t)res);
+			put16(d + 4, (uint32_t)keylen);
+			st->crc = 0;
+			wr(st, d, sizeof(d));
+			wr(st, key, keylen);
+			wr_crc(st);
+		}
+	}
+	wr_res_records(st);
+	nrec += (uint32_t)st->top->nrefl;
+	memset(e, 0, sizeof(e));
+	e[0] = REC_COMMIT;
+	put32(e + 4, nrec);
+	st->crc = 0;
+	wr(st, e, sizeof(e));
+	wr_crc(st);
+	*objects = c.objects;
+	if ((r = finish_file(st, step)) < 0)
+		return r;
+	if (created && (r = kr_port_fs_sync_dir(st->dir)) < 0) {
+		*step = "flush the directory of";
+		return r;
+	}
+	st->journal_exists = 1;
+	st->journal_bytes += st->total;
+	return 0;
+}
+
+int kr_state_save(struct kr_state *st, int force)
+{
+	struct kr_reflect *top = st->top;
+	kr_ms_t t0 = kr_port_now_ms();
+	const char *step = "write";
+	uint32_t objects = 0;
+	int i, r, journal;
+
+	if (!st->dirty && !force)
+		return 0;
+	for (i = 0; i < top->nrefl; i++)
+		if (!consistent(&top->refl[i])) {
+			st->postponed++;
+			kr_log(KR_LOG_DEBUG, "state: write postponed: %s is not synced", top->refl[i].res.name);
+			return 0;
+		}
+	/* A journal while it stays smaller than the snapshot it follows. */
+	journal = st->journal_ok && !st->overflow && st->last_bytes > 0 &&
+		  st->journal_bytes < st->last_bytes;
+	st->err = 0;
+	st->len = 0;
+	st->total = 0;
+	r = journal ? append_journal(st, &step, &objects) : write_snapshot(st, &step, &objects);
 	if (r < 0) {
 		st->failures++;
-		kr_log(KR_LOG_ERROR, "unable to %s the state snapshot %s: %s", step, st->tmp,
-		       kr_port_fs_error());
+		/* Whatever is half-written is never appended to: the next write is a snapshot. */
+		st->overflow = 1;
+		st->journal_exists = 0;
+		kr_log(KR_LOG_ERROR, "unable to %s the state %s %s: %s", step, journal ? "journal" : "snapshot",
+		       journal ? st->jpath : st->tmp, kr_port_fs_error());
 		if (!st->timer.armed && st->dirty)
 			kr_loop_timer_at(top->loop, &st->timer, kr_port_now_ms() + st->o.interval_ms);
 		return r;
 	}
 	st->dirty = 0;
-	st->snapshots++;
+	st->jlen = 0;
+	st->overflow = 0;
 	st->last_write = kr_port_now_ms();
-	st->last_bytes = st->total;
-	st->last_objects = c.objects;
 	st->bytes_written += st->total;
 	for (i = 0; i < top->nrefl; i++)
 		kr_snprintf(st->saved_rv[i], sizeof(st->saved_rv[i]), "%s", top->refl[i].last_rv);
-	kr_log(KR_LOG_INFO, "state: snapshot of %u objects written to %s: %llu bytes in %lld ms",
-	       (unsigned)c.objects, st->path, (unsigned long long)st->total,
-	       (long long)(kr_port_now_ms() - t0));
+	if (journal) {
+		st->appends++;
+		kr_log(KR_LOG_INFO, "state: journal: %u changed objects appended to %s: %llu bytes in %lld ms "
+		       "(%llu since the snapshot)", (unsigned)objects, st->jpath, (unsigned long long)st->total,
+		       (long long)(kr_port_now_ms() - t0), (unsigned long long)st->journal_bytes);
+	} else {
+		st->snapshots++;
+		st->last_bytes = st->total;
+		st->last_objects = objects;
+		kr_log(KR_LOG_INFO, "state: snapshot of %u objects written to %s: %llu bytes in %lld ms",
+		       (unsigned)objects, st->path, (unsigned long long)st->total,
+		       (long long)(kr_port_now_ms() - t0));
+	}
 	return 1;
 }
 
@@ -645,6 +958,33 @@ static void on_timer(struct kr_loop *loop, struct kr_timer *t)
 		kr_loop_timer_at(st->top->loop, &st->timer, kr_port_now_ms() + RETRY_MS);
 }
 
+/* Notes a changed key for the next journal group (once); no room: the next write is a snapshot. */
+static void remember(struct kr_state *st, int res, const char *key)
+{
+	size_t i = 0, n = key ? strlen(key) : 0;
+
+	if (st->overflow)
+		return;
+	if (!key || res < 0 || res > 255 || n == 0) {
+		st->overflow = 1;
+		return;
+	}
+	while (i < st->jlen) {
+		size_t len = strlen(st->jkeys + i + 1);
+
+		if ((unsigned char)st->jkeys[i] == res && len == n && memcmp(st->jkeys + i + 1, key, n) == 0)
+			return;
+		i += len + 2;
+	}
+	if (st->jlen + n + 2 > sizeof(st->jkeys)) {
+		st->overflow = 1;
+		return;
+	}
+	st->jkeys[st->jlen] = (char)res;
+	memcpy(st->jkeys + st->jlen + 1, key, n + 1);
+	st->jlen += n + 2;
+}
+
 void kr_state_event(void *arg, const struct kr_event *ev)
 {
 	struct kr_state *st = arg;
@@ -656,6 +996,7 @@ void kr_state_event(void *arg, const struct kr_event *ev)
 	case KR_EV_MODIFIED:
 	case KR_EV_DELETED:
 		st->dirty = 1;
+		remember(st, ev->res, ev->key);
 		arm(st);
 		break;
 	case KR_EV_SYNCED:

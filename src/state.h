@@ -2,20 +2,31 @@
  * The state directory: snapshots of the mirror on flash, so that a restart
  * resumes the watch where it stopped instead of listing everything again.
  *
- * One file, DIR/state, replaced whole: written as DIR/state.tmp, fsynced,
- * renamed over the old one, the directory fsynced. A power cut at any point
- * leaves the old snapshot or the new one, never a mix.
+ * DIR/state, replaced whole: written as DIR/state.tmp, fsynced, renamed
+ * over the old one, the directory fsynced. Between snapshots, the objects
+ * that changed are appended to DIR/journal in groups, each fsynced and
+ * ended by a commit record: a flash write costs the changes, not the whole
+ * mirror. A power cut at any point leaves the old state or the new one,
+ * never a mix: a snapshot is whole or not there, a group counts only with
+ * its commit record, and a journal counts only for the snapshot (generation)
+ * it follows. Once the journal outgrows the snapshot, the next write is a
+ * snapshot again (which starts a new journal).
  *
  * Format (version 1, integers little-endian, every record with a CRC-32 of
  * its bytes, the CRC last):
  *
  *     header   "KRSTATE\n" u32 version  u32 nres  u64 config  i64 written_s
- *              u32 crc                                           (36 bytes)
+ *              u64 generation  u32 crc                           (44 bytes)
  *     resource 'R' u8 rvlen u16 res u32 count i64 bookmark_gap_ms rv[rvlen]
  *              u32 crc                                 (one per resource)
  *     object   'O' u8 rvlen u8 uidlen u8 held u16 res u16 keylen u32 objlen
  *              key rv uid obj[objlen] u32 crc       (count of each resource)
  *     end      'E' 0 0 0 u32 objects u32 crc
+ *
+ * Journal: "KRJOURN\n" u32 version u64 config u64 generation u32 crc, then
+ * groups of object records (as above: the object now), delete records
+ * 'D' 0 u16 res u16 keylen key u32 crc, resource records (as above: the
+ * resourceVersion now) and a commit 'C' 0 0 0 u32 records u32 crc.
  *
  * `config` is a hash of what the mirror depends on: the server, each
  * resource (group, version, plural, namespace, selectors) and whether
@@ -52,8 +63,14 @@
 #define KR_STATE_DIR_DEFAULT ""
 #endif
 
+/* Changed keys remembered for the journal; more changes than fit: a snapshot. */
+#ifndef KR_STATE_JOURNAL_KEY_BYTES
+#define KR_STATE_JOURNAL_KEY_BYTES 16384u
+#endif
+
 #define KR_STATE_VERSION 1u
-#define KR_STATE_HEADER_BYTES 36u
+#define KR_STATE_HEADER_BYTES 44u
+#define KR_STATE_JOURNAL_HEADER_BYTES 32u
 
 struct kr_reflect;
 
@@ -78,11 +95,23 @@ struct kr_state {
 	char dir[KR_STATE_PATH_MAX];
 	char path[KR_STATE_PATH_MAX + 8];
 	char tmp[KR_STATE_PATH_MAX + 12];
+	char jpath[KR_STATE_PATH_MAX + 12];
 	uint64_t config;               /* hash of the configuration the mirror depends on */
 	struct kr_timer timer;
 	int dirty;                     /* an object changed since the last snapshot */
 	kr_ms_t last_write;            /* when the last snapshot was written (0: never) */
-	char saved_rv[KR_MAX_RESOURCES][KR_RV_MAX];  /* RVs the last snapshot holds */
+	char saved_rv[KR_MAX_RESOURCES][KR_RV_MAX];  /* RVs the last write holds */
+
+	/* the journal */
+	uint64_t gen;                  /* generation of the snapshot on disk */
+	int journal_ok;                /* changes may be appended after that snapshot */
+	int journal_exists;            /* the journal of this generation was created */
+	int overflow;                  /* changes not remembered key by key: next, a snapshot */
+	uint64_t journal_bytes;        /* appended since the snapshot */
+	size_t jlen;                   /* bytes used in jkeys */
+	char jkeys[KR_STATE_JOURNAL_KEY_BYTES]; /* changed keys: res byte, key, NUL */
+	unsigned long appends;
+	unsigned long replayed_groups; /* journal groups the load applied */
 
 	/* what the load found */
 	enum kr_state_load load;
@@ -135,9 +164,11 @@ int64_t kr_state_age_s(const struct kr_state *st);
 void kr_state_event(void *arg, const struct kr_event *ev);
 
 /*
- * Writes a snapshot now if every resource is at a consistent point (not in
- * the middle of a relist). Returns 1 if written, 0 if postponed or nothing
- * to write, or a negative KR_E code (logged; the old snapshot is intact).
+ * Writes the changes now if every resource is at a consistent point (not in
+ * the middle of a relist): a journal group, or a snapshot when there is no
+ * journal to append to or it has outgrown the snapshot. Returns 1 if
+ * written, 0 if postponed or nothing to write, or a negative KR_E code
+ * (logged; the state on disk is intact, the next write is a snapshot).
  * force: write even if nothing changed.
  */
 int kr_state_save(struct kr_state *st, int force);
@@ -147,7 +178,10 @@ void kr_state_close(struct kr_state *st);
 
 /* Encodes the snapshot header for config into out[KR_STATE_HEADER_BYTES] (tests and seeds). */
 void kr_state_header(unsigned char *out, uint32_t version, uint32_t nres, uint64_t config,
-		     int64_t written_s);
+		     int64_t written_s, uint64_t gen);
+
+/* Encodes a journal header into out[KR_STATE_JOURNAL_HEADER_BYTES] (tests and seeds). */
+void kr_state_journal_header(unsigned char *out, uint32_t version, uint64_t config, uint64_t gen);
 
 /* CRC-32 (IEEE) of p[0..n) continued from crc (start with 0). */
 uint32_t kr_state_crc32(uint32_t crc, const void *p, size_t n);

@@ -13,8 +13,14 @@
  * for each thing the disk may have kept (only what was made durable; every
  * name; everything; torn data), a fresh start loads the directory.
  *
- * Input: byte 0: bit 0 an old snapshot exists; the rest, three bytes per
- * object: what happens to it, and two for its size.
+ * With byte 0's bit 1, the same for the journal: the old snapshot is
+ * loaded, half of the changes are appended as one journal group (the
+ * journal is created), then the other half as a second group with the
+ * power cut at every step; every start must find the state after the first
+ * group or after the second.
+ *
+ * Input: byte 0: bit 0 an old snapshot exists, bit 1 the journal; the rest,
+ * three bytes per object: what happens to it, and two for its size.
  */
 #include "state_fixture.h"
 
@@ -32,8 +38,8 @@ struct obj {
 	int fill;
 };
 
-static struct obj old_m[MAX_OBJS], new_m[MAX_OBJS];
-static int n_old, n_new;
+static struct obj old_m[MAX_OBJS], new_m[MAX_OBJS], mid_m[MAX_OBJS];
+static int n_old, n_new, n_mid;
 static unsigned char body[60000];
 
 /* The image the cut starts from, copied back for every k and every mode. */
@@ -95,6 +101,64 @@ static void fill_store(const struct obj *m, int n, const char *rv0, const char *
 	fx_synced(rv0, rv1);
 }
 
+static const struct obj *find(const struct obj *m, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(m[i].name, name) == 0)
+			return &m[i];
+	return NULL;
+}
+
+/* Turns the store from mirror a into mirror b, telling the state module each change. */
+static void apply_diff(const struct obj *a, int na, const struct obj *b, int nb)
+{
+	struct kr_event ev;
+	char key[48];
+	int i;
+	size_t j;
+
+	memset(&ev, 0, sizeof(ev));
+	for (i = 0; i < na; i++) {
+		if (find(b, nb, a[i].name))
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", a[i].res ? "edge" : "default", a[i].name);
+		if (kr_store_delete(&fx_store, a[i].res, key, strlen(key), NULL) != 1)
+			abort();
+		ev.type = KR_EV_DELETED;
+		ev.res = a[i].res;
+		ev.key = key;
+		kr_state_event(&fx_st, &ev);
+	}
+	for (i = 0; i < nb; i++) {
+		const struct obj *o = find(a, na, b[i].name);
+
+		if (o && memcmp(o, &b[i], sizeof(*o)) == 0)
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", b[i].res ? "edge" : "default", b[i].name);
+		for (j = 0; j < b[i].len; j++)
+			body[j] = (unsigned char)(b[i].fill + j * 7);
+		if (o && o->res != b[i].res) {
+			char okey[48];
+
+			snprintf(okey, sizeof(okey), "%s/%s", o->res ? "edge" : "default", o->name);
+			kr_store_delete(&fx_store, o->res, okey, strlen(okey), NULL);
+			ev.type = KR_EV_DELETED;
+			ev.res = o->res;
+			ev.key = okey;
+			kr_state_event(&fx_st, &ev);
+		}
+		if (kr_store_put(&fx_store, b[i].res, key, strlen(key), b[i].rv, b[i].uid,
+				 b[i].held ? (const char *)body : NULL, b[i].held ? b[i].len : 0, 0, NULL) < 0)
+			abort();
+		ev.type = KR_EV_MODIFIED;
+		ev.res = b[i].res;
+		ev.key = key;
+		kr_state_event(&fx_st, &ev);
+	}
+}
+
 static void describe(const uint8_t *data, size_t size)
 {
 	size_t i;
@@ -129,17 +193,116 @@ static void describe(const uint8_t *data, size_t size)
 			snprintf(o.uid, sizeof(o.uid), "v%d", k);
 		new_m[n_new++] = o;
 	}
+	/* Halfway: the even objects as in the new mirror, the odd ones as in the old. */
+	n_mid = 0;
+	for (k = 0; k < MAX_OBJS; k++) {
+		char name[32];
+		const struct obj *o;
+
+		snprintf(name, sizeof(name), "o%d", k);
+		o = k % 2 ? find(old_m, n_old, name) : find(new_m, n_new, name);
+		if (o)
+			mid_m[n_mid++] = *o;
+	}
+}
+
+/* The load after a cut: old or new, whole; never nothing when there was an old. */
+static void check_load(long k, int finished, int mode, int had_old, uint64_t d_old, uint64_t d_new)
+{
+	enum kr_state_load got;
+	uint64_t d;
+
+	fx_setup();
+	got = kr_state_load(&fx_st);
+	fx_check_store();
+	d = got == KR_STATE_LOADED ? fx_digest() : 0;
+	if (got == KR_STATE_LOADED ? d != d_old && d != d_new : had_old || (finished && mode == MEMFS_DURABLE)) {
+		fprintf(stderr, "cut before change %ld (of a write %s), disk mode %d: loaded %d, %s\n", k,
+			finished ? "finished" : "cut short", mode, got,
+			got == KR_STATE_LOADED ? "a mirror that is neither the old nor the new"
+					       : "the old state is lost");
+		abort();
+	}
+	if (finished && mode == MEMFS_DURABLE && d != d_new) {
+		fprintf(stderr, "a finished write is not the state loaded after a power cut\n");
+		abort();
+	}
+}
+
+/* Reboots the cut disk in every mode, checking each, and leaves it as it was. */
+static void reboot_all(long k, int finished, int had_old, uint64_t d_old, uint64_t d_new)
+{
+	int mode, i;
+
+	for (mode = 0; mode < MEMFS_MODES; mode++) {
+		struct memfs_inode keep[MEMFS_INODES];
+		struct memfs_name kv[MEMFS_NAMES], kd[MEMFS_NAMES];
+
+		memcpy(keep, memfs.ino, sizeof(keep));
+		memcpy(kv, memfs.vdir, sizeof(kv));
+		memcpy(kd, memfs.ddir, sizeof(kd));
+		memfs_reboot(mode);
+		check_load(k, finished, mode, had_old, d_old, d_new);
+		/* Lengths are all reboot changed (memfs.h: durable bytes are a prefix). */
+		for (i = 0; i < MEMFS_INODES; i++) {
+			unsigned char *v = memfs.ino[i].v, *dd = memfs.ino[i].d;
+
+			memfs.ino[i] = keep[i];
+			memfs.ino[i].v = v;
+			memfs.ino[i].d = dd;
+		}
+		memcpy(memfs.vdir, kv, sizeof(kv));
+		memcpy(memfs.ddir, kd, sizeof(kd));
+	}
+}
+
+/* The journal: an old snapshot, one group appended, the second cut at step k. */
+static void journal_run(void)
+{
+	uint64_t d_mid, d_new;
+	long k;
+
+	fx_setup();
+	fill_store(mid_m, n_mid, "700", "701");
+	d_mid = fx_digest();
+	fx_setup();
+	fill_store(new_m, n_new, "900", "901");
+	d_new = fx_digest();
+	for (k = 0;; k++) {
+		int finished, r;
+
+		disk_restore();
+		fx_setup();
+		if (kr_state_load(&fx_st) != KR_STATE_LOADED)
+			abort();
+		apply_diff(old_m, n_old, mid_m, n_mid);
+		fx_synced("700", "701");
+		if (kr_state_save(&fx_st, 1) != 1 || fx_digest() != d_mid)
+			abort();
+		apply_diff(mid_m, n_mid, new_m, n_new);
+		fx_synced("900", "901");
+		if (fx_digest() != d_new)
+			abort();
+		memfs_cut(k);
+		r = kr_state_save(&fx_st, 1);
+		finished = memfs.ops < k;
+		if (finished && r != 1)
+			abort();
+		reboot_all(k, finished, 1, d_mid, d_new);
+		if (finished)
+			break;
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t d_old = 0, d_new;
-	int had_old, mode;
+	int had_old;
 	long k;
 
 	if (size < 1)
 		return 0;
-	had_old = data[0] & 1;
+	had_old = (data[0] & 3) != 0;
 	describe(data, size);
 	memfs_init();
 	/* The new mirror's digest, from a store that holds it. */
@@ -154,6 +317,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	disk_save();
+	if (data[0] & 2) {
+		journal_run();
+		return 0;
+	}
 	for (k = 0;; k++) {
 		int finished, r;
 
@@ -167,45 +334,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fprintf(stderr, "the snapshot failed with the power on: %d\n", r);
 			abort();
 		}
-		for (mode = 0; mode < MEMFS_MODES; mode++) {
-			struct memfs_inode keep[MEMFS_INODES];
-			struct memfs_name kv[MEMFS_NAMES], kd[MEMFS_NAMES];
-			enum kr_state_load got;
-			uint64_t d;
-			int i;
-
-			/* Each mode reboots the same cut disk. */
-			memcpy(keep, memfs.ino, sizeof(keep));
-			memcpy(kv, memfs.vdir, sizeof(kv));
-			memcpy(kd, memfs.ddir, sizeof(kd));
-			memfs_reboot(mode);
-			fx_setup();
-			got = kr_state_load(&fx_st);
-			fx_check_store();
-			d = got == KR_STATE_LOADED ? fx_digest() : 0;
-			if (got == KR_STATE_LOADED ? d != d_old && d != d_new
-						   : had_old || (finished && mode == MEMFS_DURABLE)) {
-				fprintf(stderr, "cut before change %ld (of a snapshot %s), disk mode %d: "
-					"loaded %d, %s\n", k, finished ? "finished" : "cut short", mode, got,
-					got == KR_STATE_LOADED ? "a mirror that is neither the old nor the new"
-							       : "the old snapshot is lost");
-				abort();
-			}
-			if (finished && mode == MEMFS_DURABLE && d != d_new) {
-				fprintf(stderr, "a finished snapshot is not the one loaded after a power cut\n");
-				abort();
-			}
-			/* Put the cut disk back for the next mode (lengths are what reboot changed). */
-			for (i = 0; i < MEMFS_INODES; i++) {
-				unsigned char *v = memfs.ino[i].v, *dd = memfs.ino[i].d;
-
-				memfs.ino[i] = keep[i];
-				memfs.ino[i].v = v;
-				memfs.ino[i].d = dd;
-			}
-			memcpy(memfs.vdir, kv, sizeof(kv));
-			memcpy(memfs.ddir, kd, sizeof(kd));
-		}
+		reboot_all(k, finished, had_old, d_old, d_new);
 		if (finished)
 			break;
 	}

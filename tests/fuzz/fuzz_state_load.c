@@ -1,15 +1,17 @@
 /*
- * Fuzzes the state snapshot loader: the file kreflect trusts at start-up to
- * skip the first list. Whatever the bytes (truncated, bit-flipped, another
- * version, counts in the billions, records out of order), the load either
- * restores a whole snapshot or nothing: rejected, the store is empty and
- * no resource starts from a restored resourceVersion (a normal sync
- * follows). Restored, the store passes kr_store_check, and a snapshot
- * written from it loads again to the same mirror.
+ * Fuzzes the state loader: the snapshot and the journal kreflect trusts at
+ * start-up to skip the first list. Whatever the bytes (truncated,
+ * bit-flipped, another version, counts in the billions, records out of
+ * order), the load either restores a whole snapshot (plus the journal's
+ * whole groups) or nothing: rejected, the store is empty and no resource
+ * starts from a restored resourceVersion (a normal sync follows).
+ * Restored, the store passes kr_store_check, and the mirror written again
+ * loads back the same.
  *
  * Input: byte 0, bit 0: the rest follows a valid header for the bench's
  * configuration (so the fuzzer works on the records rather than the
- * configuration hash); else the rest is the whole file.
+ * configuration hash); bit 1: the rest is a journal, after a valid
+ * snapshot of two objects; else the rest is the snapshot file.
  */
 #include "state_fixture.h"
 
@@ -17,23 +19,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static unsigned char file[MEMFS_BYTES];
 
+/* A valid snapshot of generation 7: two objects, written by kreflect's own code. */
+static void base_snapshot(void)
+{
+	static const char cm[] = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}";
+
+	fx_setup();
+	kr_store_put(&fx_store, 0, "default/a", 9, "5", "u1", cm, sizeof(cm) - 1, 0, NULL);
+	kr_store_put(&fx_store, 1, "edge/b", 6, "6", "u2", NULL, 0, 0, NULL);
+	fx_synced("10", "11");
+	fx_st.gen = 6;
+	if (kr_state_save(&fx_st, 1) != 1)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	enum kr_state_load got;
 	size_t n = 0;
 	uint64_t d;
-	int i;
+	int i, journal;
 
 	if (size < 1 || size > MEMFS_BYTES - KR_STATE_HEADER_BYTES)
 		return 0;
+	journal = data[0] & 2;
 	memfs_init();
-	fx_setup();
+	if (journal)
+		base_snapshot();
+	else
+		fx_setup();
 	if (data[0] & 1) {
-		kr_state_header(file, KR_STATE_VERSION, 2, fx_st.config, 1800000000 - 60);
-		n = KR_STATE_HEADER_BYTES;
+		if (journal)
+			kr_state_journal_header(file, KR_STATE_VERSION, fx_st.config, 7);
+		else
+			kr_state_header(file, KR_STATE_VERSION, 2, fx_st.config, 1800000000 - 60, 3);
+		n = journal ? KR_STATE_JOURNAL_HEADER_BYTES : KR_STATE_HEADER_BYTES;
 	}
 	memcpy(file + n, data + 1, size - 1);
-	memfs_put(FX_DIR "/state", file, n + size - 1);
+	memfs_put(journal ? FX_DIR "/journal" : FX_DIR "/state", file, n + size - 1);
 	fx_setup();
 	got = kr_state_load(&fx_st);
 	fx_check_store();

@@ -207,6 +207,7 @@ int __wrap_kr_port_fs_unlink(const char *path);
 int __wrap_kr_port_fs_open_read(const char *path);
 long __wrap_kr_port_fs_read(int fd, void *buf, size_t len);
 int __wrap_kr_port_fs_create(const char *path, unsigned mode);
+int __wrap_kr_port_fs_open_append(const char *path);
 int __wrap_kr_port_fs_write(int fd, const void *buf, size_t len);
 int __wrap_kr_port_fs_sync(int fd);
 int __wrap_kr_port_fs_close(int fd);
@@ -315,6 +316,13 @@ int __wrap_kr_port_fs_create(const char *path, unsigned mode)
 	e->ino = i;
 	snprintf(e->name, sizeof(e->name), "%s", path);
 	return memfs_open(i, 1);
+}
+
+int __wrap_kr_port_fs_open_append(const char *path)
+{
+	struct memfs_name *e = memfs_find(memfs.vdir, path);
+
+	return e ? memfs_open(e->ino, 1) : KR_ENOENT;
 }
 
 int __wrap_kr_port_fs_write(int fd, const void *buf, size_t len)

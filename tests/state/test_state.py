@@ -281,22 +281,49 @@ def t_coalesced(s):
         s.create("o%d" % i)
     kr = s.kreflect(*state_args(s, "--state-interval", "2"), name="busy")
     kr.wait_synced()
-    wait_until(lambda: kr.stderr().count("state: snapshot of") >= 1, 5, "the first snapshot")
-    n0 = kr.stderr().count("state: snapshot of")
+    writes = lambda: kr.stderr().count("state: snapshot of") + kr.stderr().count("state: journal:")  # noqa: E731
+    wait_until(lambda: writes() >= 1, 5, "the first snapshot")
+    n0 = writes()
     t0 = time.monotonic()
     for i in range(20):
         s.update("o%d" % (i % 5), {"o%d" % (i % 5): "v%d" % i})
         time.sleep(0.05)
     kr.wait(lambda ls: sum(1 for x in ls if x.get("type") == "MODIFIED") >= 20, 10, "20 changes")
     time.sleep(max(0, 2.5 - (time.monotonic() - t0)))
-    n1 = kr.stderr().count("state: snapshot of")
-    check(n1 - n0 <= 2, "%d snapshots for 20 changes in about 1 s with --state-interval 2" % (n1 - n0))
-    check(n1 - n0 >= 1, "no snapshot after the changes")
+    n1 = writes()
+    check(n1 - n0 <= 2, "%d writes for 20 changes in about 1 s with --state-interval 2" % (n1 - n0))
+    check(n1 - n0 >= 1, "no write after the changes")
+    check("state: journal: 5 changed objects" in kr.stderr(), "the changes were not a journal group of 5 objects: %s"
+          % kr.stderr_tail())
     time.sleep(late(2.5))
-    n2 = kr.stderr().count("state: snapshot of")
-    check(n2 == n1, "%d snapshots while nothing changed" % (n2 - n1))
+    n2 = writes()
+    check(n2 == n1, "%d writes while nothing changed" % (n2 - n1))
     check(kr.stop() == 0, "did not stop")
-    check(kr.stderr().count("state: snapshot of") == n2, "a snapshot at the stop with nothing changed since the last")
+    check(writes() == n2, "a write at the stop with nothing changed since the last")
+
+
+@scenario("StateJournalAfterKill", 6)
+def t_journal_after_kill(s):
+    s.server()
+    for i in range(6):
+        s.create("o%d" % i, {"o%d" % i: "v"})
+    kr = s.kreflect(*state_args(s, "--state-interval", "1"), name="first")
+    kr.wait_synced()
+    wait_until(lambda: "state: snapshot of 6 objects" in kr.stderr(), 5, "the first snapshot")
+    s.update("o1", {"o1": "changed"})
+    s.delete("o2")
+    s.create("n", {"n": "new"})
+    wait_until(lambda: "state: journal: 2 changed objects" in kr.stderr(), 5, "a journal group")
+    rv = s.rv()
+    kr.kill()                                   # no clean stop: no last snapshot
+    kr2, before = second_run(s)
+    kr2.wait_synced()
+    s.settle(0.5)
+    check("with 1 journal groups" in kr2.stderr(), "the journal was not replayed: %s" % kr2.stderr_tail())
+    expect_requests(s.reqs()[before:], [W(rv, status="open")], "the restart's requests")
+    check(not objects(kr2), "the restart printed %s" % names(objects(kr2)))
+    f = files(s)
+    check(f["o1"][2] == b"changed" and "o2" not in f and f["n"][2] == b"new", "files %s" % sorted(f))
 
 
 if __name__ == "__main__":
