@@ -11,7 +11,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Stripped x86_64 binary ceiling (bytes): today's size plus 2 %, so that growth is a
 # decision, not an accident; the README table has the real figures.
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-367000}
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-383000}
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect
