@@ -79,6 +79,8 @@ case " $* " in
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite malloc sh tests/malloc/run.sh
+	# The e2e scenarios once more with --state-dir on (warm restarts inside scenarios).
+	run_suite e2e/state-on sh tests/state/e2e_on.sh
 	# The end-to-end suite once more, the host binary under valgrind's memcheck.
 	run_suite e2e/valgrind sh tests/e2e/run.sh valgrind
 	# The deterministic simulation: directed regressions and 1,000 random fault
