@@ -258,6 +258,34 @@ def t_once_warm(s):
     check(hook_runs(s) == 2, "the hook ran %d times, expected once more for --once" % hook_runs(s))
 
 
+@scenario("StateUsageErrors", 2)
+def t_usage(s):
+    s.server()
+    path = os.path.join(s.dir, "afile")
+    with open(path, "w") as f:
+        f.write("x")
+    for args, want in ((["--state-dir", path], "not a directory"),
+                       (["--max-stale", "10"], "--max-stale needs --state-dir"),
+                       (["--state-dir", s.dir, "--state-interval", "0"], "--state-interval"),
+                       (["--state-dir", s.dir, "--max-stale", "x"], "--max-stale")):
+        kr = s.kreflect(*args, name="usage%d" % len(s.krs))
+        check(kr.wait_exit(5) == 2, "%s: exit %s, expected 2" % (args, kr.rc))
+        check(want in kr.stderr(), "%s: no clear message (%r): %s" % (args, want, kr.stderr_tail()))
+    # A snapshot that cannot be written (a directory where its temp file goes, which
+    # not even root can replace): the error is logged, kreflect keeps mirroring.
+    bad = os.path.join(s.dir, "bad")
+    os.makedirs(os.path.join(bad, "state.tmp"))
+    s.create("a")
+    kr = s.kreflect("--state-dir", bad, "--state-interval", "1", name="unwritable")
+    kr.wait_synced()
+    s.create("b")
+    kr.wait_event("ADDED", "b")
+    wait_until(lambda: kr.stderr().count("unable to create the state snapshot") >= 2, 5,
+               "the write error, logged and tried again")
+    check(kr.running(), "kreflect stopped on a state write error")
+    s.check_mirror(kr)
+
+
 @scenario("StateOfflineKeepsTrying", 6)
 def t_offline_keeps_trying(s):
     srv = s.server()
