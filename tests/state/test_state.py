@@ -258,6 +258,35 @@ def t_once_warm(s):
     check(hook_runs(s) == 2, "the hook ran %d times, expected once more for --once" % hook_runs(s))
 
 
+@scenario("StateTwoResources", 5)
+def t_two_resources(s):
+    s.server()
+    s.create("c1", {"c1": "v"})
+    s.ctl.create("secrets", "default", "s1", stringData={"s1": "secret-value"})
+    res = ("configmaps", "secrets")
+    kr = s.kreflect(*state_args(s), name="first", resources=res)
+    kr.wait_synced(2)
+    check(kr.stop() == 0, "the first run did not stop cleanly")
+    rv = s.rv()
+    s.ctl.update("secrets", "default", "s1", stringData={"s1": "changed"})
+    log0 = len(s.ctl.log())
+    kr2 = s.kreflect(*state_args(s), name="second", resources=res)
+    kr2.wait_synced(2)
+    kr2.wait(lambda ls: any(x.get("type") == "MODIFIED" for x in ls), 10, "the secret's change")
+    s.settle(0.5)
+    reqs = [e for e in s.ctl.log()[log0:] if e["path"].endswith(("/configmaps", "/secrets"))]
+    check(sorted((e["path"].rsplit("/", 1)[1], e["query"].get("resourceVersion"), e.get("watch"),
+                  e["query"].get("sendInitialEvents")) for e in reqs) ==
+          [("configmaps", rv, True, None), ("secrets", rv, True, None)],
+          "requests %s" % [e["path"] + "?" + e["raw_query"] for e in reqs])
+    check(names(objects(kr2)) == [("MODIFIED", "s1")], "events %s" % names(objects(kr2)))
+    check(files(s)["s1"][2] == b"changed", "the secret's file was not updated")
+    mode = os.stat(os.path.join(s.dir, "state", "state")).st_mode & 0o777
+    check(mode == 0o600, "the snapshot holding a Secret has mode %o" % mode)
+    for k in (kr, kr2):
+        check("secret-value" not in k.stderr() and "changed" not in k.stderr(), "a Secret value in the log")
+
+
 @scenario("StateUsageErrors", 2)
 def t_usage(s):
     s.server()
