@@ -10,10 +10,12 @@ again and checks what the second run asked the server (its request log),
 printed, wrote to --dir and ran as a hook. Last line: "N passed, N failed".
 """
 
+import http.server
 import json
 import os
 import signal
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,6 +25,33 @@ from test_e2e import W, check, expect_requests, fold, late, wait_until  # noqa: 
 
 e.SCENARIOS.clear()
 scenario = e.scenario
+
+
+class Receiver:
+    """A local --http-post receiver: every POST body's JSON lines, one list per POST."""
+
+    def __init__(self):
+        posts = self.posts = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n)
+                posts.append([json.loads(x) for x in body.splitlines() if x.strip()])
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d/hook" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
 
 
 def state_args(s, *extra):
@@ -92,7 +121,14 @@ def t_nothing_changed(s):
     check(len(before_files) == 10, "expected 10 files, found %d" % len(before_files))
     mode = os.stat(os.path.join(s.dir, "state", "state")).st_mode & 0o777
     check(mode == 0o600, "the snapshot has mode %o, expected 600" % mode)
-    kr, before = second_run(s)
+    rcv = Receiver()
+    try:
+        kr, before = second_run(s, "--http-post", rcv.url)
+        kr.wait_synced()
+        s.settle(0.5)
+        check(not rcv.posts, "--http-post sent %s after a restart with nothing changed" % rcv.posts)
+    finally:
+        rcv.close()
     syn = kr.wait_synced()
     check(syn[0].get("state") == "live" and syn[0]["count"] == 10 and syn[0]["resourceVersion"] == rv,
           "SYNCED line %s, expected live, 10 objects at %s" % (syn[0], rv))
@@ -120,7 +156,8 @@ def t_changes_while_down(s):
     s.delete("o2")
     s.delete("o3")
     s.create("o3", {"o3": "again"})
-    kr, before = second_run(s)
+    rcv = Receiver()
+    kr, before = second_run(s, "--http-post", rcv.url)
     kr.wait_synced()
     want = [("ADDED", "new"), ("MODIFIED", "o1"), ("DELETED", "o2"), ("DELETED", "o3"), ("ADDED", "o3")]
     kr.wait(lambda ls: len([x for x in ls if x.get("type") != "SYNCED"]) >= len(want), 10, "5 events")
@@ -144,6 +181,9 @@ def t_changes_while_down(s):
     wait_until(lambda: hook_runs(s) == 2, 5, "one hook run for the changes")
     s.settle(0.3)
     check(hook_runs(s) == 2, "the hook ran %d times, expected 2 (first sync, the changes)" % hook_runs(s))
+    rcv.close()
+    posted = [(x["type"], x["key"].split("/", 1)[1]) for p in rcv.posts for x in p]
+    check(posted == want, "--http-post sent %s, expected exactly the changes %s" % (rcv.posts, want))
 
 
 @scenario("StateResourceVersionTooOld", 6)
