@@ -355,6 +355,24 @@ def t_usage(s):
     s.check_mirror(kr)
 
 
+@scenario("StateSupervisedProgramStartsOffline", 5)
+def t_supervised_offline(s):
+    srv = s.server()
+    first_run(s, 3)
+    srv.stop()
+    marker = os.path.join(s.dir, "started")
+    prog = "cat %s > %s; exec sleep 30" % (os.path.join(s.dir, "files", "o1"), marker)
+    # The resource before "--": everything after it is the program's.
+    kr = s.kreflect(*state_args(s, "--max-stale", "3600", "configmaps", "--", "sh", "-c", prog),
+                    name="supervised", resources=())
+    t0 = time.monotonic()
+    wait_until(lambda: os.path.exists(marker) and open(marker).read() == "v1", 5,
+               "the program started with the restored files")
+    check(time.monotonic() - t0 < late(3), "the program started %.1f s after kreflect" % (time.monotonic() - t0))
+    check(kr.running(), "kreflect is not running")
+    kr.stop()
+
+
 @scenario("StateOfflineKeepsTrying", 6)
 def t_offline_keeps_trying(s):
     srv = s.server()
