@@ -152,6 +152,12 @@ FUZZ_LDFLAGS_event_apply := $(NETSIM_WRAP)
 FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink rmdir rename create \
 	mkdir open_append)
 
+# The state directory's loader and snapshots, on the power-cut file system of tests/fuzz/memfs.h.
+STATE_WRAP := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,mkdir is_dir stat unlink open_read read \
+	create open_append write sync close rename sync_dir error) -Wl,--wrap=kr_port_wall_seconds,--wrap=kr_port_log_write
+FUZZ_LDFLAGS_state_load := $(STATE_WRAP)
+FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
+
 # mbedTLS depends only on the target and its config, not on O or our flags:
 # variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
 MBEDTLS_O := build/$(TARGET)/mbedtls
@@ -505,6 +511,7 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 #   make bench-transport  chunked decoding + object framing vs memchr/memcpy (tests/bench/)
 #   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
 #   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
+#   make bench-restart    warm restart from --state-dir vs a cold start, flash per hour (tests/bench/restart.py)
 #   make bench            kreflect against client-node and python3-kubernetes, one table,
 #                         build/bench/{table.md,results.json,bench.svg} (tests/bench/bench.py);
 #                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N
@@ -520,7 +527,7 @@ RELIST_DIR := build/x86_64-relist
 RELIST_CAPS := -DKR_MAX_OBJECTS=16384 -DKR_ARENA_BYTES=33554432u
 
 .PHONY: bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench \
-	bench bench-packages
+	bench bench-packages bench-restart
 
 bench-transport: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bench
@@ -563,6 +570,14 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory cross
 	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
+	$(Q)python3 tests/bench/restart.py
+
+# Warm restart from --state-dir against a cold start, and the flash a snapshot costs
+# (tests/bench/restart.py; build/bench/restart.{md,json}).
+bench-restart: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(MAKE) --no-print-directory build/kreflect
+	$(Q)+$(MAKE) --no-print-directory relist-variant
+	$(Q)python3 tests/bench/restart.py
 
 target-bench: $(BENCHES)
 

@@ -24,6 +24,7 @@
 #include "reflector.h"
 #include "resource.h"
 #include "serve.h"
+#include "state.h"
 #include "store.h"
 #include "tls.h"
 
@@ -71,6 +72,8 @@ struct kr_client {
 	void *state_arg;
 
 	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
+	int state_on;                  /* snapshots go to cfg.state_dir */
+	struct kr_state persist;
 
 	struct kr_loop loop;
 	struct kr_store store;
@@ -108,6 +111,8 @@ void kr_config_init(struct kr_config *cfg)
 	cfg->watch_list = KR_WL_AUTO;
 	cfg->log_level = 1;
 	cfg->gzip = 1;
+	cfg->state_dir = KR_STATE_DIR_DEFAULT;
+	cfg->max_stale_s = -1;
 }
 
 /* --- memory ------------------------------------------------------------------------- */
@@ -500,6 +505,11 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	    cfg->watch_list < KR_WL_AUTO || cfg->watch_list > KR_WL_OFF ||
 	    cfg->log_level < -1 || cfg->log_level > 3)
 		return fail(err, errlen, KR_EINVAL, "a configuration value is out of range");
+	if (cfg->state_interval_s < 0 || cfg->state_interval_s > 86400 ||
+	    (cfg->state_dir && strlen(cfg->state_dir) >= KR_STATE_PATH_MAX))
+		return fail(err, errlen, KR_EINVAL, "state_interval_s is out of range or state_dir too long");
+	if (cfg->max_stale_s >= 0 && !(cfg->state_dir && *cfg->state_dir))
+		return fail(err, errlen, KR_EINVAL, "--max-stale needs --state-dir: there is no mirror to restore");
 	if ((cfg->label_selector && strlen(cfg->label_selector) >= KR_SELECTOR_MAX) ||
 	    (cfg->field_selector && strlen(cfg->field_selector) >= KR_SELECTOR_MAX))
 		return fail(err, errlen, KR_EINVAL, "a selector is longer than %u bytes",
@@ -738,9 +748,34 @@ static int discover(struct kr_client *c, char *err, size_t errlen)
 	return asked;
 }
 
-int kr_client_start(struct kr_client *c, char *err, size_t errlen)
+/* No resource added: the compile-time table (config/resources.def). */
+static void apply_defaults(struct kr_client *c)
 {
 	size_t ndef, i;
+	const struct kr_resource *d = kr_resource_defaults(&ndef);
+
+	for (i = 0; i < ndef && i < KR_MAX_RESOURCES; i++) {
+		/* The table's entries keep their own namespace unless one was configured. */
+		c->res[c->nres] = d[i];
+		c->discover_arg[c->nres][0] = '\0';
+		if (c->cfg.all_namespaces)
+			c->res[c->nres].all_namespaces = 1;
+		if (c->source_ns[0] && (c->cfg.ns || !c->res[c->nres].ns[0]))
+			kr_snprintf(c->res[c->nres].ns, sizeof(c->res[0].ns), "%s", c->source_ns);
+		else if (!c->res[c->nres].ns[0])
+			kr_snprintf(c->res[c->nres].ns, sizeof(c->res[0].ns), "default");
+		if (c->cfg.label_selector)
+			kr_snprintf(c->res[c->nres].label_selector, sizeof(c->res[0].label_selector), "%s",
+				    c->cfg.label_selector);
+		if (c->cfg.field_selector)
+			kr_snprintf(c->res[c->nres].field_selector, sizeof(c->res[0].field_selector), "%s",
+				    c->cfg.field_selector);
+		c->nres++;
+	}
+}
+
+int kr_client_start(struct kr_client *c, char *err, size_t errlen)
+{
 	int r;
 
 	if (err && errlen)
@@ -749,28 +784,8 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 		return fail(err, errlen, KR_EINVAL, "kr_client_start needs a client");
 	if (c->in_callback || c->state != ST_INIT)
 		return fail(err, errlen, KR_ESTATE, "the client was started already");
-	if (c->nres == 0) {
-		const struct kr_resource *d = kr_resource_defaults(&ndef);
-
-		for (i = 0; i < ndef && i < KR_MAX_RESOURCES; i++) {
-			/* The table's entries keep their own namespace unless one was configured. */
-			c->res[c->nres] = d[i];
-			c->discover_arg[c->nres][0] = '\0';
-			if (c->cfg.all_namespaces)
-				c->res[c->nres].all_namespaces = 1;
-			if (c->source_ns[0] && (c->cfg.ns || !c->res[c->nres].ns[0]))
-				kr_snprintf(c->res[c->nres].ns, sizeof(c->res[0].ns), "%s", c->source_ns);
-			else if (!c->res[c->nres].ns[0])
-				kr_snprintf(c->res[c->nres].ns, sizeof(c->res[0].ns), "default");
-			if (c->cfg.label_selector)
-				kr_snprintf(c->res[c->nres].label_selector, sizeof(c->res[0].label_selector), "%s",
-					    c->cfg.label_selector);
-			if (c->cfg.field_selector)
-				kr_snprintf(c->res[c->nres].field_selector, sizeof(c->res[0].field_selector), "%s",
-					    c->cfg.field_selector);
-			c->nres++;
-		}
-	}
+	if (c->nres == 0)
+		apply_defaults(c);
 	r = discover(c, err, errlen);
 	if (r < 0)
 		return r;
@@ -791,6 +806,26 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 
 		kr_reflect_add_sink(&c->top, &sink);
 	}
+	if (c->cfg.state_dir && *c->cfg.state_dir) {
+		struct kr_state_opts so;
+		struct kr_sink sink = { kr_state_event, &c->persist };
+
+		kr_state_opts_default(&so);
+		so.dir = c->cfg.state_dir;
+		if (c->cfg.state_interval_s)
+			so.interval_ms = c->cfg.state_interval_s * 1000;
+		so.max_stale_s = c->cfg.max_stale_s;
+		r = kr_state_init(&c->persist, &c->top, &c->loop, &so, err, errlen);
+		if (r != 0)
+			return r;
+		/* Last: it only notes that the mirror changed. */
+		kr_reflect_add_sink(&c->top, &sink);
+		c->state_on = 1;
+		c->started = 1;
+		c->state = ST_STARTED;
+		/* The restored mirror reaches the callbacks (as restored ADDED events) first. */
+		kr_state_load(&c->persist);
+	}
 	c->state = ST_STARTED;
 	c->started = 1;
 	kr_reflect_start(&c->top);
@@ -808,6 +843,10 @@ int kr_client_stop(struct kr_client *c)
 	if (c->serve) {
 		kr_serve_close(c->serve);
 		c->serve = NULL;
+	}
+	if (c->state_on) {
+		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
+		c->state_on = 0;
 	}
 	c->loop.stop = 1;
 	c->state = ST_STOPPED;
@@ -1011,15 +1050,17 @@ int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
 	memset(st, 0, sizeof(*st));
 	st->resource = c->res[res].name;
 	if (!c->started) {
-		st->state = c->state == ST_STOPPED ? KR_STATE_STOPPED : KR_STATE_STARTING;
+		st->state = c->state == ST_STOPPED ? KR_HEALTH_STOPPED : KR_HEALTH_STARTING;
 		st->last_rv = "";
 		st->reason = "";
 		return 0;
 	}
 	r = &c->refl[res];
-	st->state = c->state == ST_STOPPED ? KR_STATE_STOPPED : r->told_state;
+	st->state = c->state == ST_STOPPED ? KR_HEALTH_STOPPED : r->told_state;
 	st->synced = r->synced;
 	st->partial = r->partial;
+	st->restored = r->restored && r->synced;
+	st->restored_age_s = st->restored && c->state_on ? kr_state_age_s(&c->persist) : 0;
 	st->objects = kr_store_count(&c->store, res);
 	st->last_rv = r->last_rv;
 	st->reason = r->conn.reason;
@@ -1033,7 +1074,11 @@ int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
 
 int kr_client_resources(struct kr_client *c)
 {
-	return valid(c) ? c->nres : KR_EINVAL;
+	if (!valid(c))
+		return KR_EINVAL;
+	if (!c->started && c->nres == 0 && !c->in_callback)
+		apply_defaults(c);         /* what start would mirror: the compile-time table */
+	return c->nres;
 }
 
 const char *kr_client_resource_name(struct kr_client *c, int res)

@@ -39,7 +39,9 @@ int kr_debounce_count(struct kr_debounce *d, const struct kr_event *ev)
 	case KR_EV_ADDED:
 	case KR_EV_MODIFIED:
 	case KR_EV_DELETED:
-		d->pending++;
+		/* A restored object is what the sinks had before the restart: no change. */
+		if (!ev->restored)
+			d->pending++;
 		return 0;
 	case KR_EV_SYNCED:
 		if (d->ready || ev->res < 0 || ev->res >= KR_MAX_RESOURCES || d->synced_res[ev->res])

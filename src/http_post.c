@@ -186,10 +186,11 @@ void kr_http_post_event(void *arg, const struct kr_event *ev)
 {
 	struct kr_http_post *p = arg;
 
-	if (ev->type == KR_EV_ADDED || ev->type == KR_EV_MODIFIED || ev->type == KR_EV_DELETED ||
-	    (ev->type == KR_EV_SYNCED && !p->db.ready))
+	/* A restart that needed no list has nothing new to tell (restored, warm). */
+	if (((ev->type == KR_EV_ADDED || ev->type == KR_EV_MODIFIED || ev->type == KR_EV_DELETED) &&
+	     !ev->restored) || (ev->type == KR_EV_SYNCED && !p->db.ready && !ev->warm))
 		add_line(p, ev);
-	if (kr_debounce_count(&p->db, ev) && !p->db.pending)
+	if (kr_debounce_count(&p->db, ev) && !p->db.pending && !ev->warm)
 		p->db.pending = 1;     /* the first sync is worth a batch, even of no objects */
 	kr_debounce_arm(&p->db);
 }

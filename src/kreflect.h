@@ -117,6 +117,13 @@ struct kr_config {
 	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */
 	int log_level;                 /* -1 none, 0 warnings, 1 info (default), 2 debug, 3 trace */
 
+	/* persistence (README "Restarts: the state directory"): NULL or "" off */
+	const char *state_dir;         /* snapshots of the mirror: a restart watches from where it
+					  stopped, with no list (default KR_STATE_DIR_DEFAULT, "") */
+	int state_interval_s;          /* at most one write per interval; 0: 60 */
+	long max_stale_s;              /* server unreachable at start: a restored mirror this young
+					  counts as synced; -1 (default): never */
+
 	/* capacities (0: the compile-time default); never above the compile-time ceiling */
 	size_t max_objects;            /* objects indexed, held or not, over all resources */
 	size_t arena_bytes;            /* object bytes held */
@@ -197,6 +204,13 @@ struct kr_event {
 	int partial;                   /* SYNCED: some objects could not be read or held;
 					  their old state was kept, so nothing may be
 					  concluded from their absence */
+	int restored;                  /* ADDED: replayed from the state directory at start
+					  (the outputs had it before the restart); SYNCED: the
+					  mirror is the restored one, not yet confirmed by
+					  the server ("state":"restored" rather than "live") */
+	int warm;                      /* SYNCED: no list preceded it, the outputs already hold
+					  every object (restored, or resumed by a watch from
+					  the saved resourceVersion): nothing to notify */
 };
 
 /* The name of an event type as printed ("ADDED"). */
@@ -211,18 +225,18 @@ int kr_client_on_event(struct kr_client *c, void (*fn)(void *arg, const struct k
 		       void *arg);
 
 /* What a resource's reflector is doing. */
-enum kr_state {
-	KR_STATE_STARTING,             /* not asked yet */
-	KR_STATE_CONNECTED,            /* the server accepted a list, watch-list or watch */
-	KR_STATE_SYNCED,               /* a (re)list completed */
-	KR_STATE_BACKOFF,              /* waiting before the next attempt */
-	KR_STATE_STOPPED,
+enum kr_health {
+	KR_HEALTH_STARTING,             /* not asked yet */
+	KR_HEALTH_CONNECTED,            /* the server accepted a list, watch-list or watch */
+	KR_HEALTH_SYNCED,               /* a (re)list completed */
+	KR_HEALTH_BACKOFF,              /* waiting before the next attempt */
+	KR_HEALTH_STOPPED,
 };
 
 struct kr_state_change {
 	int res;                       /* resource index */
 	const char *resource;
-	enum kr_state state;
+	enum kr_health state;
 	const char *reason;            /* BACKOFF: why ("watch expired", ...); else "" */
 	int64_t next_attempt_ms;       /* BACKOFF: milliseconds from now until the next try */
 };
@@ -359,9 +373,11 @@ int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr
 
 struct kr_status {
 	const char *resource;
-	enum kr_state state;
+	enum kr_health state;
 	int synced;                    /* completed a sync at least once */
 	int partial;                   /* the last sync could not read or index every object */
+	int restored;                  /* synced from the state directory, not yet confirmed live */
+	int64_t restored_age_s;        /* then: how old the restored mirror is */
 	size_t objects;                /* held or known-but-not-held */
 	const char *last_rv;
 	const char *reason;            /* the last connection problem, "" if none */

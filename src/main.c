@@ -24,6 +24,7 @@
 #include "serve.h"
 #include "sink.h"
 #include "sink_dir.h"
+#include "state.h"
 #include "supervise.h"
 
 #define EXIT_FATAL 1
@@ -126,6 +127,17 @@ static const char usage[] =
 	"                                 proxy, no redirect. Non-2xx or no answer: retried with\n"
 	"                                 backoff, 5 attempts, then logged and dropped; changes\n"
 	"                                 meanwhile go in the next batch (never two in flight)\n"
+	"state (warm restart, offline start):\n"
+	"  --state-dir PATH               keep snapshots of the mirror in PATH (mode 0700; the\n"
+	"                                 file is 0600): a restart watches from where it stopped,\n"
+	"                                 with no list, and only the changes made meanwhile reach\n"
+	"                                 the outputs (default off; a firmware build may set\n"
+	"                                 KR_STATE_DIR_DEFAULT; \"\" turns it off)\n"
+	"  --state-interval SECONDS       at most one snapshot per interval, none while nothing\n"
+	"                                 changed, one more at a clean stop (default 60)\n"
+	"  --max-stale SECONDS            when the server cannot be reached at start, a restored\n"
+	"                                 mirror younger than this counts as synced: files in\n"
+	"                                 place, PROGRAM started, --once succeeds (default off)\n"
 	"  --debounce MS                  batch changes for MS milliseconds into one notification\n"
 	"                                 (default 1000); nothing fires before the first full sync\n"
 	"  -o, --output jsonl|none        default jsonl on stdout:\n"
@@ -538,6 +550,22 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--grace must be 0 to 3600 seconds, not '%s'", v);
 			o->sup.grace_ms = (int)n * 1000;
 			o->sup_flag = "--grace";
+		} else if ((v = value_of(argc, argv, &i, "--state-dir", NULL))) {
+			if (strlen(v) >= KR_STATE_PATH_MAX)
+				return usage_error("--state-dir is too long: '%.40s...'", v);
+			o->cfg.state_dir = v;  /* "" turns a compiled-in default off */
+		} else if ((v = value_of(argc, argv, &i, "--state-interval", NULL))) {
+			long n = parse_num(v, 1, 86400);
+
+			if (n < 0)
+				return usage_error("--state-interval must be 1 to 86400 seconds, not '%s'", v);
+			o->cfg.state_interval_s = (int)n;
+		} else if ((v = value_of(argc, argv, &i, "--max-stale", NULL))) {
+			long n = parse_num(v, 0, 86400L * 3650);
+
+			if (n < 0)
+				return usage_error("--max-stale must be a number of seconds, not '%s'", v);
+			o->cfg.max_stale_s = n;
 		} else if ((v = value_of(argc, argv, &i, "--debounce", NULL))) {
 			long n = parse_num(v, 0, 3600000);
 
@@ -694,6 +722,18 @@ static int partial_mirror(void)
 	return bad;
 }
 
+/* The server was never reached: say that the mirror in use is the restored one. */
+static void restored_warnings(void)
+{
+	struct kr_status st;
+	int i, n = kr_client_resources(client);
+
+	for (i = 0; i < n; i++)
+		if (kr_client_status(client, i, &st) == 0 && st.restored)
+			kr_log(KR_LOG_WARN, "%s: the mirror is the one restored from the state directory, "
+			       "%lld s old: the server was not reached", st.resource, (long long)st.restored_age_s);
+}
+
 /* Sets the client up in memory reserved now, once. Returns 0 or an exit code. */
 static int make_client(const struct options *o, int nres)
 {
@@ -777,6 +817,8 @@ int main(int argc, char **argv)
 		return r;
 	if (o.sup_flag && !o.sup.argv)
 		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
+	if (o.cfg.max_stale_s >= 0 && !(o.cfg.state_dir && *o.cfg.state_dir))
+		return usage_error("--max-stale needs --state-dir: there is no mirror to restore%s", "");
 	if (o.once && o.sup.argv)
 		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
 				   "sync%s", "");
@@ -791,12 +833,6 @@ int main(int argc, char **argv)
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
-	r = kr_client_start(client, err, sizeof(err));
-	if (r != 0) {
-		kr_dprintf(2, "kreflect: %s\n", err[0] ? err : kr_strerror(r));
-		return r == KR_ENOENT ? EXIT_USAGE : EXIT_FATAL;
-	}
-	nres = kr_client_resources(client);
 	if (o.dir.path) {
 		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
 			kr_dprintf(2, "kreflect: --dir %s: %s\n", o.dir.path, err);
@@ -836,6 +872,18 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		sup_on = 1;
 	}
+	if (!o.output_none) {
+		kr_jsonl_init(&jsonl, 1);
+		if (add_sink(kr_jsonl_event, &jsonl) != 0)
+			return EXIT_FATAL;
+		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
+	}
+	/* The outputs are in place before the start: a restored mirror reaches them first. */
+	r = kr_client_start(client, err, sizeof(err));
+	if (r != 0) {
+		kr_dprintf(2, "kreflect: %s\n", err[0] ? err : kr_strerror(r));
+		return r == KR_ENOENT ? EXIT_USAGE : r == KR_EIO || r == KR_ETOOBIG ? EXIT_USAGE : EXIT_FATAL;
+	}
 	if (o.serve.listen) {
 		o.serve.notify = notify_on ? &notify : NULL;
 		o.serve.post = post_on ? &post : NULL;
@@ -850,12 +898,6 @@ int main(int argc, char **argv)
 		return usage_error("--listen-token-file, --listen-max-conns and --serve-secrets need "
 				   "--listen%s", "");
 	}
-	if (!o.output_none) {
-		kr_jsonl_init(&jsonl, 1);
-		if (add_sink(kr_jsonl_event, &jsonl) != 0)
-			return EXIT_FATAL;
-		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
-	}
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));
 		once_timer.fire = on_once_timeout;
@@ -865,7 +907,8 @@ int main(int argc, char **argv)
 		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 		return EXIT_FATAL;
 	}
-	kr_client_stop(client);                /* closes the endpoint too */
+	restored_warnings();
+	kr_client_stop(client);                /* closes the endpoint, writes the last snapshot */
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
 	if (o.once && !once_failed && kr_client_ready(client) > 0 && partial_mirror())

@@ -87,8 +87,12 @@ void kr_notify_event(void *arg, const struct kr_event *ev)
 {
 	struct kr_notify *n = arg;
 
-	if (kr_debounce_count(&n->db, ev) && !n->db.pending)
-		n->db.pending = 1;     /* the first sync itself is worth one notification */
+	/* The first sync itself is worth one notification, unless it was a restart
+	 * that needed no list: then the files are what they were. */
+	if (kr_debounce_count(&n->db, ev) && !n->db.pending && !ev->warm)
+		n->db.pending = 1;
+	if (ev->restored)
+		return;
 	if (ev->type == KR_EV_ADDED || ev->type == KR_EV_MODIFIED || ev->type == KR_EV_DELETED)
 		add_key(n, ev);
 	kr_debounce_arm(&n->db);

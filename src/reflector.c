@@ -22,6 +22,8 @@ static void start_cycle(struct kr_reflector *r);
 static void start_list(struct kr_reflector *r);
 static void start_watch(struct kr_reflector *r);
 static void request(struct kr_reflector *r, int kind);
+static void warm_synced(struct kr_reflector *r, int restored);
+static void unreachable(struct kr_reflector *r);
 static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix);
 
 void kr_reflector_opts_default(struct kr_reflector_opts *o)
@@ -53,6 +55,8 @@ static void emit(struct kr_reflector *r, enum kr_event_type type, const char *ke
 	ev.objlen = objlen;
 	ev.count = count;
 	ev.partial = type == KR_EV_SYNCED && r->skipped > 0;
+	ev.restored = 0;
+	ev.warm = 0;
 	for (i = 0; i < top->nsinks; i++)
 		top->sinks[i].event(top->sinks[i].arg, &ev);
 }
@@ -64,12 +68,12 @@ static void emit_view(struct kr_reflector *r, enum kr_event_type type, const str
 }
 
 /* Tells the library's state callback, if any. */
-static void tell_state(struct kr_reflector *r, enum kr_state state, const char *reason, int64_t next_ms)
+static void tell_state(struct kr_reflector *r, enum kr_health state, const char *reason, int64_t next_ms)
 {
 	struct kr_state_change st;
 
 	/* A re-watch or the next page is no news; every backoff step is. */
-	if (state == r->told_state && state != KR_STATE_BACKOFF)
+	if (state == r->told_state && state != KR_HEALTH_BACKOFF)
 		return;
 	r->told_state = state;
 	if (!r->top->on_state)
@@ -115,7 +119,7 @@ static void backoff_then(struct kr_reflector *r, void (*next)(struct kr_reflecto
 
 	kr_log(KR_LOG_DEBUG, "%s: %s; next attempt in %lld ms", r->res.name, why, (long long)ms);
 	wait_then(r, ms, next);
-	tell_state(r, KR_STATE_BACKOFF, why, ms);
+	tell_state(r, KR_HEALTH_BACKOFF, why, ms);
 }
 
 /* --- Status objects (ERROR events and error responses) ---------------------------- */
@@ -422,11 +426,13 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	/* The sweep may have freed the room the list lacked: list again for the rest, soon. */
 	if (r->partial && top->store->nentries < top->store->max_entries)
 		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
+	r->listing = 0;
+	r->restored = 0;
 	count = kr_store_count(top->store, r->index);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
 	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
 	       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
-	tell_state(r, KR_STATE_SYNCED, NULL, 0);
+	tell_state(r, KR_HEALTH_SYNCED, NULL, 0);
 	if (!r->synced) {
 		r->synced = 1;
 		top->synced_count++;
@@ -703,11 +709,14 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 	 * that never sends the bookmark, and must not be remembered as one.
 	 */
 	if (r->status == 200)
-		tell_state(r, r->synced && r->phase == KR_PH_WATCH ? KR_STATE_SYNCED : KR_STATE_CONNECTED,
+		tell_state(r, r->synced && r->phase == KR_PH_WATCH ? KR_HEALTH_SYNCED : KR_HEALTH_CONNECTED,
 			   NULL, 0);
 	if (r->phase == KR_PH_WATCHLIST && r->status == 200)
 		kr_loop_timer_at(r->top->loop, &r->deadline,
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
+	/* The server accepted the saved resourceVersion: the restored mirror is live. */
+	if (r->phase == KR_PH_WATCH && r->status == 200 && r->restored)
+		warm_synced(r, 0);
 	/* The tail is named with the first body bytes (check_output), when it is free. */
 	kr_json_framer_init(&r->framer);
 	kr_json_items_init(&r->items);
@@ -982,7 +991,7 @@ static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_re
 	kr_log(KR_LOG_WARN, "%s: server answered %d, retrying in %ld s as it asked", r->res.name,
 	       r->status, s);
 	wait_then(r, s * 1000, again);
-	tell_state(r, KR_STATE_BACKOFF, "the server asked to retry later (Retry-After)", s * 1000);
+	tell_state(r, KR_HEALTH_BACKOFF, "the server asked to retry later (Retry-After)", s * 1000);
 	return 1;
 }
 
@@ -1038,6 +1047,8 @@ static void list_done(struct kr_reflector *r)
 
 static void list_failed(struct kr_reflector *r, const char *why)
 {
+	if (r->status == 0)
+		unreachable(r);
 	r->errors++;
 	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
 	backoff_then(r, start_cycle, "list failed");
@@ -1160,6 +1171,7 @@ static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
 		/* Never got an answer (refused, TLS, DNS): back off, try again. */
 		r->errors++;
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
+		unreachable(r);
 		backoff_then(r, again_watch_list, "watch-list request failed");
 		return;
 	}
@@ -1277,6 +1289,7 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		r->errors++;
 		r->restarts[KR_RS_CONNECTION]++;
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
+		unreachable(r);
 		backoff_then(r, again_watch, "watch request failed");
 		return;
 	}
@@ -1394,9 +1407,16 @@ static void request(struct kr_reflector *r, int kind)
 		r->skipped = 0;
 		r->skipped_known = 0;
 		req.idle_timeout_ms = top->opts.idle_default_ms;
+		if (r->restored_gap_ms > 0) {
+			/* The cadence learned before the restart, until this server shows its own. */
+			int64_t gap = 2 * r->restored_gap_ms + 5000;
+
+			req.idle_timeout_ms = (int)(gap < idle_floor(r) ? idle_floor(r) : gap);
+		}
 		if (kind == REQ_WATCHLIST) {
 			r->gen++;
 			r->watch_lists++;
+			r->listing = 1;
 			/* The bookmark deadline starts with the server's answer (on_head). */
 			kr_loop_timer_cancel(top->loop, &r->deadline);
 		} else {
@@ -1450,6 +1470,7 @@ static void start_list(struct kr_reflector *r)
 
 	r->lists++;
 	r->gen++;
+	r->listing = 1;
 	r->skipped = 0;
 	r->skipped_known = 0;
 	r->list_pages = 0;
@@ -1609,12 +1630,111 @@ int kr_reflect_add_sink(struct kr_reflect *top, const struct kr_sink *sink)
 	return 0;
 }
 
+void kr_reflect_restore(struct kr_reflect *top, int i, const char *rv, int64_t bookmark_gap_ms,
+			int counts_as_synced)
+{
+	struct kr_reflector *r = &top->refl[i];
+
+	copy_str(r->last_rv, sizeof(r->last_rv), rv);
+	r->restored = 1;
+	r->restored_synced = counts_as_synced;
+	r->restored_gap_ms = bookmark_gap_ms;
+}
+
+static void restored_fn(void *arg, const struct kr_store_view *v)
+{
+	struct kr_reflector *r = arg;
+	struct kr_reflect *top = r->top;
+	struct kr_event ev;
+	int i;
+
+	if (!v->held)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = KR_EV_ADDED;
+	ev.res = r->index;
+	ev.resource = r->res.name;
+	ev.key = v->key;
+	ev.rv = v->rv;
+	ev.obj = v->obj;
+	ev.objlen = v->objlen;
+	ev.restored = 1;
+	for (i = 0; i < top->nsinks; i++)
+		top->sinks[i].event(top->sinks[i].arg, &ev);
+}
+
+/*
+ * A resource that needs no list: its mirror was restored (restored = 1:
+ * not confirmed yet, an offline start) or the server accepted a watch from
+ * the saved resourceVersion (0). Nothing is swept: no list was made.
+ */
+static void warm_synced(struct kr_reflector *r, int restored)
+{
+	struct kr_reflect *top = r->top;
+	size_t count = kr_store_count(top->store, r->index);
+	struct kr_event ev;
+	int i;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = KR_EV_SYNCED;
+	ev.res = r->index;
+	ev.resource = r->res.name;
+	ev.rv = r->last_rv;
+	ev.count = count;
+	ev.restored = restored;
+	ev.warm = 1;
+	if (!restored)
+		r->restored = 0;
+	for (i = 0; i < top->nsinks; i++)
+		top->sinks[i].event(top->sinks[i].arg, &ev);
+	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s %s in %lld ms", r->res.name,
+	       count, r->last_rv, restored ? "from the state directory (restored, not yet confirmed "
+					     "by the server)" : "by a watch from the restored state (no list)",
+	       (long long)(kr_port_now_ms() - r->cycle_start));
+	if (!r->synced) {
+		r->synced = 1;
+		top->synced_count++;
+		if (top->opts.resync_ms > 0)
+			kr_loop_timer_at(top->loop, &r->resync, kr_port_now_ms() + top->opts.resync_ms);
+		if (top->opts.once && top->synced_count == top->nrefl)
+			top->loop->stop = 1;
+	}
+}
+
+/* The server did not answer: a restored mirror young enough (--max-stale) counts as synced. */
+static void unreachable(struct kr_reflector *r)
+{
+	if (r->restored && r->restored_synced && !r->synced)
+		warm_synced(r, 1);
+}
+
+/*
+ * From a restored mirror: the sinks see it again (the dir sink checks its
+ * files), then a watch from the saved resourceVersion. --once lists instead
+ * (reconciled against the restored mirror: only changes reach the sinks),
+ * since a watch cannot tell when the changes made meanwhile have all come.
+ */
+static void start_warm(struct kr_reflector *r)
+{
+	r->cycle_start = kr_port_now_ms();
+	r->retry_after_count = 0;
+	kr_store_foreach(r->top->store, r->index, restored_fn, r);
+	if (r->top->opts.once)
+		start_cycle(r);
+	else
+		start_watch(r);
+}
+
 void kr_reflect_start(struct kr_reflect *top)
 {
 	int i;
 
-	for (i = 0; i < top->nrefl; i++)
-		start_cycle(&top->refl[i]);
+	for (i = 0; i < top->nrefl; i++) {
+		if (top->refl[i].restored)
+			start_warm(&top->refl[i]);
+		else
+			start_cycle(&top->refl[i]);
+	}
 }
 
 void kr_reflect_stop(struct kr_reflect *top)
@@ -1625,7 +1745,7 @@ void kr_reflect_stop(struct kr_reflect *top)
 		struct kr_reflector *r = &top->refl[i];
 
 		r->phase = KR_PH_IDLE;
-		tell_state(r, KR_STATE_STOPPED, NULL, 0);
+		tell_state(r, KR_HEALTH_STOPPED, NULL, 0);
 		kr_loop_timer_cancel(top->loop, &r->wait);
 		kr_loop_timer_cancel(top->loop, &r->deadline);
 		kr_loop_timer_cancel(top->loop, &r->resync);

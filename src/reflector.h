@@ -154,7 +154,12 @@ struct kr_reflector {
 	int synced;                    /* a complete (re)list has happened */
 	int partial;                   /* the last (re)list could not index every object */
 	int room_relist;               /* a delete after a partial sync: relist for the rest */
-	enum kr_state told_state;      /* the last state given to top->on_state */
+	enum kr_health told_state;      /* the last state given to top->on_state */
+	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
+	int restored;                  /* started from a state snapshot, not yet confirmed live */
+	int restored_synced;           /* the restored mirror counts as synced if the server
+					  does not answer (--max-stale) */
+	int64_t restored_gap_ms;       /* the bookmark cadence the snapshot remembered */
 	unsigned long lists, watch_lists, watches, relists, errors;
 	unsigned long restarts[KR_RS_N]; /* watches ended, by reason */
 	unsigned long expired;         /* 410 Gone/Expired: answers and ERROR events */
@@ -202,6 +207,17 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 
 /* Adds a sink (events in order to every sink). Returns 0 or KR_ENOSPC. */
 int kr_reflect_add_sink(struct kr_reflect *top, const struct kr_sink *sink);
+
+/*
+ * Resource i starts from a restored mirror (already in the store) valid at
+ * rv: kr_reflect_start replays it to the sinks as restored ADDED events and
+ * watches from rv, with no list unless the server answers 410 (with
+ * opts.once it lists, reconciling against the restored mirror). With
+ * counts_as_synced the restored mirror is announced as synced when the
+ * server cannot be reached (offline start); else only when it answers.
+ */
+void kr_reflect_restore(struct kr_reflect *top, int i, const char *rv, int64_t bookmark_gap_ms,
+			int counts_as_synced);
 
 /* Starts every reflector; the loop does the rest. */
 void kr_reflect_start(struct kr_reflect *top);

@@ -80,7 +80,7 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 	struct kr_jsonl *j = arg;
 	struct kr_iov iov[3];
 	/* Fits any SYNCED line: every byte of the name and RV escaped 6 for 1. */
-	char head[64], count[64], line[6 * (sizeof(((struct kr_resource *)0)->name) + KR_RV_MAX) + 128];
+	char head[64], count[96], line[6 * (sizeof(((struct kr_resource *)0)->name) + KR_RV_MAX) + 128];
 	int n;
 
 	if (j->failed)
@@ -92,8 +92,9 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 		kr_json_escape(&o, ev->resource ? ev->resource : "");
 		kr_out_str(&o, "\",\"resourceVersion\":\"");
 		kr_json_escape(&o, ev->rv ? ev->rv : "");
-		n = kr_snprintf(count, sizeof(count), "\",\"count\":%zu%s}\n", ev->count,
-				ev->partial ? ",\"partial\":true" : "");
+		n = kr_snprintf(count, sizeof(count), "\",\"count\":%zu%s,\"state\":\"%s\"}\n",
+				ev->count, ev->partial ? ",\"partial\":true" : "",
+				ev->restored ? "restored" : "live");
 		kr_out_put(&o, count, (size_t)n);
 		if (o.overflow)
 			return;            /* not reached: line is sized for the longest */
@@ -104,6 +105,9 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 		kr_jsonl_flush(j);
 		return;
 	}
+	/* Restored objects were printed before the restart: only changes are news. */
+	if (ev->restored)
+		return;
 	n = kr_snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", kr_event_name(ev->type));
 	iov[0].base = head;
 	iov[0].len = (size_t)n;

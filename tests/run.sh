@@ -73,6 +73,7 @@ for t in "$@"; do
 	run_suite "supervise/$t" sh tests/supervise/run.sh "$t"
 	run_suite "example/$t" python3 tests/example/run.py "$t"
 	run_suite "serve/$t" sh tests/serve/run.sh "$t"
+	run_suite "state/$t" sh tests/state/run.sh "$t"
 done
 
 case " $* " in
@@ -85,6 +86,8 @@ case " $* " in
 	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).
 	run_suite real-clients python3 tests/peers/test_real_clients.py
 	run_suite malloc sh tests/malloc/run.sh
+	# The e2e scenarios once more with --state-dir on (warm restarts inside scenarios).
+	run_suite e2e/state-on sh tests/state/e2e_on.sh
 	# The end-to-end suite once more, the host binary under valgrind's memcheck.
 	run_suite e2e/valgrind sh tests/e2e/run.sh valgrind
 	# The deterministic simulation: directed regressions and 1,000 random fault

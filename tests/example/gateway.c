@@ -82,7 +82,7 @@ static void on_change(void *arg, const struct kr_event *ev)
 static void on_state(void *arg, const struct kr_state_change *st)
 {
 	(void)arg;
-	if (st->state == KR_STATE_BACKOFF)
+	if (st->state == KR_HEALTH_BACKOFF)
 		fprintf(stderr, "gateway: %s: %s, next try in %lld ms\n", st->resource, st->reason,
 			(long long)st->next_attempt_ms);
 }

@@ -100,7 +100,7 @@ if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true >/dev/null 2
 	strace -f --seccomp-bpf -e trace=brk -o /dev/null true >/dev/null 2>&1 && seccomp=--seccomp-bpf
 fi
 set -- "$bin" --server "https://localhost:$port" --certificate-authority "$work/ca.crt" \
-	--token-file "$work/token" --page-size 100 -v 2 configmaps
+	--token-file "$work/token" --page-size 100 -v 2 --state-dir "$work/state" --state-interval 1 configmaps
 if [ $use_strace = 1 ]; then
 	KR_MALLOC_COUNT_FILE=$counts strace -f -qq $seccomp -e trace=execve,brk,mmap,mremap,munmap,fork,clone,clone3 \
 		-o "$work/strace.log" "$@" >"$out" 2>"$work/kreflect.log" &

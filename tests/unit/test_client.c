@@ -164,7 +164,7 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	int t;
 
 	(void)arg;
-	if (st->state != KR_STATE_BACKOFF || cb.calls++)
+	if (st->state != KR_HEALTH_BACKOFF || cb.calls++)
 		return;
 	cb.start = kr_client_start(cb.c, err, sizeof(err));
 	cb.add = kr_client_add_resource(cb.c, "pods", err, sizeof(err));

@@ -27,7 +27,7 @@ static int has(const char *buf, size_t len, const char *s)
 
 static void event(enum kr_event_type type, const char *key, const char *rv)
 {
-	struct kr_event ev = { type, 0, "configmaps", key, rv, key ? "{}" : NULL, key ? 2 : 0, 7, 0 };
+	struct kr_event ev = { type, 0, "configmaps", key, rv, key ? "{}" : NULL, key ? 2 : 0, 7, 0, 0, 0 };
 
 	kr_http_post_event(&p, &ev);
 }

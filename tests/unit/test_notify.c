@@ -15,14 +15,14 @@ static struct kr_loop loop;
 
 static void change(const char *key)
 {
-	struct kr_event ev = { KR_EV_MODIFIED, 0, "configmaps", key, "1", "{}", 2, 0, 0 };
+	struct kr_event ev = { KR_EV_MODIFIED, 0, "configmaps", key, "1", "{}", 2, 0, 0, 0, 0 };
 
 	kr_notify_event(&n, &ev);
 }
 
 static void synced(void)
 {
-	struct kr_event ev = { KR_EV_SYNCED, 0, "configmaps", NULL, "1", NULL, 0, 1, 0 };
+	struct kr_event ev = { KR_EV_SYNCED, 0, "configmaps", NULL, "1", NULL, 0, 1, 0, 0, 0 };
 
 	kr_notify_event(&n, &ev);
 }
@@ -186,9 +186,9 @@ KR_TEST(notify, every_resource_must_sync_not_one_twice)
 {
 	struct kr_debounce d;
 	struct kr_loop l;
-	struct kr_event cm = { KR_EV_SYNCED, 0, "configmaps", NULL, "1", NULL, 0, 1, 0 };
-	struct kr_event sec = { KR_EV_SYNCED, 1, "secrets", NULL, "1", NULL, 0, 1, 0 };
-	struct kr_event bad = { KR_EV_SYNCED, KR_MAX_RESOURCES, "x", NULL, "1", NULL, 0, 1, 0 };
+	struct kr_event cm = { KR_EV_SYNCED, 0, "configmaps", NULL, "1", NULL, 0, 1, 0, 0, 0 };
+	struct kr_event sec = { KR_EV_SYNCED, 1, "secrets", NULL, "1", NULL, 0, 1, 0, 0, 0 };
+	struct kr_event bad = { KR_EV_SYNCED, KR_MAX_RESOURCES, "x", NULL, "1", NULL, 0, 1, 0, 0, 0 };
 
 	kr_loop_init(&l);
 	kr_debounce_init(&d, &l, 100, 2, NULL, NULL);

@@ -1,0 +1,399 @@
+/*
+ * A file system in memory that can lose power, for the state directory's
+ * tests (fuzz_state_load, fuzz_state_crash). Linked with --wrap around the
+ * port's kr_port_fs_ calls (Makefile: FUZZ_LDFLAGS_state_*), so the
+ * unmodified src/state.c runs on it.
+ *
+ * Every inode has volatile bytes (what reads see) and durable bytes (what
+ * survives a power cut): kr_port_fs_sync makes them equal. The directory
+ * has a volatile and a durable table of names likewise, made equal by
+ * kr_port_fs_sync_dir. memfs_cut(k) powers the machine off just before the
+ * k-th call that changes anything (create, write, sync, close, rename,
+ * unlink, sync_dir): that call and every later one fail with KR_EIO and
+ * change nothing. memfs_reboot(mode) then picks what the disk holds:
+ *
+ *   MEMFS_DURABLE   only what was made durable (names and bytes)
+ *   MEMFS_NAMES     every name as the volatile table had it, bytes durable
+ *                   (a file system that journals names before data)
+ *   MEMFS_ALL       everything volatile reached the disk
+ *   MEMFS_TORN      durable names; each inode's bytes: the durable ones,
+ *                   then half of what was written after them
+ *
+ * One directory, a few files: enough for DIR/state and DIR/state.tmp.
+ * Files only grow (create, append): an inode's durable bytes are always a
+ * prefix of its volatile ones, so a copy of the lengths restores a disk.
+ */
+#ifndef KR_TEST_MEMFS_H
+#define KR_TEST_MEMFS_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kreflect.h"
+#include "port.h"
+
+#define MEMFS_INODES 8
+#define MEMFS_NAMES 4
+#define MEMFS_FDS 4
+#define MEMFS_BYTES (4u << 20)
+
+enum { MEMFS_DURABLE, MEMFS_NAMES_ONLY, MEMFS_ALL, MEMFS_TORN, MEMFS_MODES };
+
+struct memfs_inode {
+	int used;
+	size_t vlen, dlen;
+	unsigned char *v, *d;          /* MEMFS_BYTES each, allocated once (test code) */
+};
+
+struct memfs_name {
+	char name[600];
+	int ino;                       /* -1: no entry */
+};
+
+struct memfs_fd {
+	int ino;                       /* -1: closed */
+	size_t pos;
+	int writing;
+};
+
+static struct {
+	struct memfs_inode ino[MEMFS_INODES];
+	struct memfs_name vdir[MEMFS_NAMES], ddir[MEMFS_NAMES];
+	struct memfs_fd fd[MEMFS_FDS];
+	long ops;                      /* changing calls made so far */
+	long cut;                      /* power off before this call (-1: never) */
+	int dir_exists;
+} memfs;
+
+__attribute__((unused)) static void memfs_init(void)
+{
+	int i;
+
+	for (i = 0; i < MEMFS_INODES; i++) {
+		if (!memfs.ino[i].v) {
+			memfs.ino[i].v = malloc(MEMFS_BYTES);
+			memfs.ino[i].d = malloc(MEMFS_BYTES);
+			if (!memfs.ino[i].v || !memfs.ino[i].d)
+				abort();
+		}
+		memfs.ino[i].used = 0;
+		memfs.ino[i].vlen = memfs.ino[i].dlen = 0;
+	}
+	for (i = 0; i < MEMFS_NAMES; i++)
+		memfs.vdir[i].ino = memfs.ddir[i].ino = -1;
+	for (i = 0; i < MEMFS_FDS; i++)
+		memfs.fd[i].ino = -1;
+	memfs.ops = 0;
+	memfs.cut = -1;
+	memfs.dir_exists = 1;
+}
+
+__attribute__((unused)) static void memfs_cut(long k)
+{
+	memfs.ops = 0;
+	memfs.cut = k;
+}
+
+/* Nonzero once the power is off (this call included). */
+static int memfs_off(void)
+{
+	if (memfs.cut >= 0 && memfs.ops >= memfs.cut)
+		return 1;
+	memfs.ops++;
+	return 0;
+}
+
+static struct memfs_name *memfs_find(struct memfs_name *dir, const char *path)
+{
+	int i;
+
+	for (i = 0; i < MEMFS_NAMES; i++)
+		if (dir[i].ino >= 0 && strcmp(dir[i].name, path) == 0)
+			return &dir[i];
+	return NULL;
+}
+
+static struct memfs_name *memfs_slot(struct memfs_name *dir)
+{
+	int i;
+
+	for (i = 0; i < MEMFS_NAMES; i++)
+		if (dir[i].ino < 0)
+			return &dir[i];
+	return NULL;
+}
+
+/* Inodes no name in either table points at, and no descriptor holds, are freed. */
+static void memfs_gc(void)
+{
+	int i, j, live;
+
+	for (i = 0; i < MEMFS_INODES; i++) {
+		live = 0;
+		for (j = 0; j < MEMFS_NAMES; j++)
+			live |= memfs.vdir[j].ino == i || memfs.ddir[j].ino == i;
+		for (j = 0; j < MEMFS_FDS; j++)
+			live |= memfs.fd[j].ino == i;
+		if (!live)
+			memfs.ino[i].used = 0;
+	}
+}
+
+__attribute__((unused)) static void memfs_reboot(int mode)
+{
+	int i;
+
+	for (i = 0; i < MEMFS_FDS; i++)
+		memfs.fd[i].ino = -1;
+	if (mode == MEMFS_NAMES_ONLY || mode == MEMFS_ALL)
+		memcpy(memfs.ddir, memfs.vdir, sizeof(memfs.ddir));
+	else
+		memcpy(memfs.vdir, memfs.ddir, sizeof(memfs.vdir));
+	for (i = 0; i < MEMFS_INODES; i++) {
+		struct memfs_inode *n = &memfs.ino[i];
+
+		if (!n->used)
+			continue;
+		if (mode == MEMFS_ALL) {
+			memcpy(n->d, n->v, n->vlen);
+			n->dlen = n->vlen;
+		} else if (mode == MEMFS_TORN && n->vlen > n->dlen) {
+			/* The first half of the bytes written after the last sync made it. */
+			size_t keep = n->dlen + (n->vlen - n->dlen) / 2;
+
+			memcpy(n->d + n->dlen, n->v + n->dlen, keep - n->dlen);
+			n->dlen = keep;
+		}
+		memcpy(n->v, n->d, n->dlen);
+		n->vlen = n->dlen;
+	}
+	memfs_gc();
+	memfs.cut = -1;
+	memfs.ops = 0;
+}
+
+/* Puts a file at path with bytes p[0..n), durable, as if written long ago. */
+__attribute__((unused)) static void memfs_put(const char *path, const void *p, size_t n)
+{
+	struct memfs_name *e = memfs_find(memfs.vdir, path), *d;
+	int i;
+
+	if (n > MEMFS_BYTES)
+		n = MEMFS_BYTES;
+	if (!e) {
+		for (i = 0; i < MEMFS_INODES && memfs.ino[i].used; i++)
+			;
+		if (i == MEMFS_INODES || !(e = memfs_slot(memfs.vdir)))
+			abort();
+		memfs.ino[i].used = 1;
+		e->ino = i;
+		snprintf(e->name, sizeof(e->name), "%s", path);
+	}
+	memcpy(memfs.ino[e->ino].v, p, n);
+	memcpy(memfs.ino[e->ino].d, p, n);
+	memfs.ino[e->ino].vlen = memfs.ino[e->ino].dlen = n;
+	d = memfs_find(memfs.ddir, path);
+	if (!d && !(d = memfs_slot(memfs.ddir)))
+		abort();
+	*d = *e;
+}
+
+/* --- the wrapped port calls ------------------------------------------------------------ */
+
+int __wrap_kr_port_fs_mkdir(const char *path, unsigned mode);
+int __wrap_kr_port_fs_is_dir(const char *path);
+int __wrap_kr_port_fs_stat(const char *path, struct kr_fs_stat *st);
+int __wrap_kr_port_fs_unlink(const char *path);
+int __wrap_kr_port_fs_open_read(const char *path);
+long __wrap_kr_port_fs_read(int fd, void *buf, size_t len);
+int __wrap_kr_port_fs_create(const char *path, unsigned mode);
+int __wrap_kr_port_fs_open_append(const char *path);
+int __wrap_kr_port_fs_write(int fd, const void *buf, size_t len);
+int __wrap_kr_port_fs_sync(int fd);
+int __wrap_kr_port_fs_close(int fd);
+int __wrap_kr_port_fs_rename(const char *from, const char *to);
+int __wrap_kr_port_fs_sync_dir(const char *path);
+const char *__wrap_kr_port_fs_error(void);
+
+int __wrap_kr_port_fs_mkdir(const char *path, unsigned mode)
+{
+	(void)path;
+	(void)mode;
+	return memfs.dir_exists ? 1 : 0;
+}
+
+int __wrap_kr_port_fs_is_dir(const char *path)
+{
+	(void)path;
+	return 0;
+}
+
+int __wrap_kr_port_fs_stat(const char *path, struct kr_fs_stat *st)
+{
+	struct memfs_name *e = memfs_find(memfs.vdir, path);
+
+	memset(st, 0, sizeof(*st));
+	st->type = e ? KR_FS_FILE : KR_FS_NONE;
+	if (e)
+		st->size = memfs.ino[e->ino].vlen;
+	return 0;
+}
+
+int __wrap_kr_port_fs_unlink(const char *path)
+{
+	struct memfs_name *e;
+
+	if (memfs_off())
+		return KR_EIO;
+	e = memfs_find(memfs.vdir, path);
+	if (!e)
+		return KR_ENOENT;
+	e->ino = -1;
+	memfs_gc();
+	return 0;
+}
+
+static int memfs_open(int ino, int writing)
+{
+	int i;
+
+	for (i = 0; i < MEMFS_FDS; i++)
+		if (memfs.fd[i].ino < 0) {
+			memfs.fd[i].ino = ino;
+			memfs.fd[i].pos = 0;
+			memfs.fd[i].writing = writing;
+			return 100 + i;
+		}
+	abort();
+}
+
+static struct memfs_fd *memfs_fd(int fd)
+{
+	if (fd < 100 || fd >= 100 + MEMFS_FDS || memfs.fd[fd - 100].ino < 0)
+		abort();           /* the code under test used a descriptor it does not hold */
+	return &memfs.fd[fd - 100];
+}
+
+int __wrap_kr_port_fs_open_read(const char *path)
+{
+	struct memfs_name *e = memfs_find(memfs.vdir, path);
+
+	return e ? memfs_open(e->ino, 0) : KR_ENOENT;
+}
+
+long __wrap_kr_port_fs_read(int fd, void *buf, size_t len)
+{
+	struct memfs_fd *f = memfs_fd(fd);
+	struct memfs_inode *n = &memfs.ino[f->ino];
+	size_t left = n->vlen - f->pos;
+
+	/* Short reads on purpose: the reader must loop. */
+	if (len > 4099)
+		len = 4099;
+	if (len > left)
+		len = left;
+	memcpy(buf, n->v + f->pos, len);
+	f->pos += len;
+	return (long)len;
+}
+
+int __wrap_kr_port_fs_create(const char *path, unsigned mode)
+{
+	struct memfs_name *e;
+	int i;
+
+	(void)mode;
+	if (memfs_off())
+		return KR_EIO;
+	if (memfs_find(memfs.vdir, path))
+		return KR_EINVAL;
+	for (i = 0; i < MEMFS_INODES && memfs.ino[i].used; i++)
+		;
+	if (i == MEMFS_INODES || !(e = memfs_slot(memfs.vdir)))
+		abort();
+	memfs.ino[i].used = 1;
+	memfs.ino[i].vlen = memfs.ino[i].dlen = 0;
+	e->ino = i;
+	snprintf(e->name, sizeof(e->name), "%s", path);
+	return memfs_open(i, 1);
+}
+
+int __wrap_kr_port_fs_open_append(const char *path)
+{
+	struct memfs_name *e = memfs_find(memfs.vdir, path);
+
+	return e ? memfs_open(e->ino, 1) : KR_ENOENT;
+}
+
+int __wrap_kr_port_fs_write(int fd, const void *buf, size_t len)
+{
+	struct memfs_fd *f = memfs_fd(fd);
+	struct memfs_inode *n = &memfs.ino[f->ino];
+
+	if (memfs_off())
+		return KR_EIO;
+	if (!f->writing || n->vlen + len > MEMFS_BYTES)
+		return KR_EIO;
+	memcpy(n->v + n->vlen, buf, len);
+	n->vlen += len;
+	return 0;
+}
+
+int __wrap_kr_port_fs_sync(int fd)
+{
+	struct memfs_fd *f = memfs_fd(fd);
+	struct memfs_inode *n = &memfs.ino[f->ino];
+
+	if (memfs_off())
+		return KR_EIO;
+	memcpy(n->d, n->v, n->vlen);
+	n->dlen = n->vlen;
+	return 0;
+}
+
+int __wrap_kr_port_fs_close(int fd)
+{
+	struct memfs_fd *f = memfs_fd(fd);
+	int off = f->writing && memfs_off();
+
+	/* The descriptor is gone either way, as on Linux. */
+	f->ino = -1;
+	memfs_gc();
+	return off ? KR_EIO : 0;
+}
+
+int __wrap_kr_port_fs_rename(const char *from, const char *to)
+{
+	struct memfs_name *a, *b;
+
+	if (memfs_off())
+		return KR_EIO;
+	a = memfs_find(memfs.vdir, from);
+	if (!a)
+		return KR_EIO;
+	b = memfs_find(memfs.vdir, to);
+	if (!b)
+		b = a;
+	else
+		b->ino = a->ino, a->ino = -1;
+	snprintf(b->name, sizeof(b->name), "%s", to);
+	memfs_gc();
+	return 0;
+}
+
+int __wrap_kr_port_fs_sync_dir(const char *path)
+{
+	(void)path;
+	if (memfs_off())
+		return KR_EIO;
+	memcpy(memfs.ddir, memfs.vdir, sizeof(memfs.ddir));
+	memfs_gc();
+	return 0;
+}
+
+const char *__wrap_kr_port_fs_error(void)
+{
+	return "power is off";
+}
+
+#endif /* KR_TEST_MEMFS_H */
