@@ -26,6 +26,7 @@
 #include "proxy.h"
 #include "reflector.h"
 #include "resource.h"
+#include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
 #include "store.h"
@@ -145,6 +146,12 @@ static const char usage[] =
 	"  --child-signal SIG             sent to PROGRAM after changes (default HUP)\n"
 	"  --on-change signal|restart     restart: SIGTERM, --grace, SIGKILL, start again\n"
 	"  --grace SECONDS                after SIGTERM, before SIGKILL (default 10)\n"
+	"k8s-sidecar mode:\n"
+	"  --k8s-sidecar                  configuration from kiwigrid k8s-sidecar's environment\n"
+	"                                 variables (LABEL, FOLDER, NAMESPACE, RESOURCE, METHOD,\n"
+	"                                 REQ_URL, SCRIPT, ...; see README), files in its layout;\n"
+	"                                 also when run under the name k8s-sidecar. Arguments then:\n"
+	"                                 --req-username-file PATH, --req-password-file PATH only\n"
 	"other:\n"
 	"  --print-budget                 print the static memory the capacities reserve\n"
 	"  --version                      print version, target, mbedTLS version and capacities\n"
@@ -195,6 +202,9 @@ struct options {
 	struct kr_dirsink_opts dir;
 	struct kr_notify_opts notify;
 	const char *http_post;
+	const struct kr_http_post_opts *post_opts;  /* NULL: --http-post's own */
+	int sidecar;                   /* --k8s-sidecar: configured from the environment */
+	int log_level;                 /* >= 0: set directly (k8s-sidecar's LOG_LEVEL) */
 	struct kr_supervise_opts sup;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 };
@@ -624,6 +634,45 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 	return 0;
 }
 
+static struct kr_sidecar sidecar;
+
+static const char *env_get(void *arg, const char *name)
+{
+	(void)arg;
+	return getenv(name);
+}
+
+/* --k8s-sidecar: k8s-sidecar's variables (sidecar_env.h) instead of flags. */
+static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
+{
+	char err[512];
+	int i;
+
+	if (kr_sidecar_parse(&sidecar, env_get, NULL, argc, argv, err, sizeof(err)) != 0) {
+		kr_dprintf(2, "kreflect: unable to use the k8s-sidecar configuration: %s\n", err);
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < sidecar.nres; i++)
+		resources[i] = sidecar.res[i];
+	*nres = sidecar.nres;
+	o->sidecar = 1;
+	o->output_none = 1;
+	o->dir = sidecar.dir;
+	o->dir.scopes = resources;
+	o->dir.nscopes = sidecar.nres;
+	o->notify.exec = sidecar.script;
+	o->http_post = sidecar.req_url;
+	o->post_opts = &sidecar.post;
+	o->insecure = sidecar.insecure;
+	o->once = sidecar.method == KR_SIDECAR_LIST;
+	o->log_level = sidecar.log_level;
+	if (sidecar.idle_ms)
+		o->ropts.idle_default_ms = sidecar.idle_ms;
+	if (sidecar.watch_timeout_s)
+		o->ropts.min_watch_timeout_s = sidecar.watch_timeout_s;
+	return 0;
+}
+
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 /* In a pod: the API server from the environment, the service account's files. */
@@ -868,8 +917,10 @@ int main(int argc, char **argv)
 	o.notify.debounce_ms = 1000;
 	o.sup.child_signal = SIGHUP;
 	o.sup.grace_ms = 10000;
+	o.log_level = -1;
 	kr_reflector_opts_default(&o.ropts);
-	r = parse_flags(argc, argv, &o, &nres);
+	r = kr_sidecar_wanted(argc, argv) ? sidecar_options(argc, argv, &o, &nres)
+					   : parse_flags(argc, argv, &o, &nres);
 	if (r)
 		return r;
 	if (o.sup_flag && !o.sup.argv)
@@ -879,6 +930,10 @@ int main(int argc, char **argv)
 				   "sync%s", "");
 	kr_log_set_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
 			 : o.verbosity == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
+	if (o.log_level >= 0)
+		kr_log_set_level(o.log_level);
+	for (i = 0; o.sidecar && i < (size_t)sidecar.nnotes; i++)
+		kr_log(KR_LOG_INFO, "%s", sidecar.notes[i]);
 	o.ropts.once = o.once;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -995,7 +1050,8 @@ int main(int argc, char **argv)
 	top.auth = &auth;
 	if (o.dir.path) {
 		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
-			kr_dprintf(2, "kreflect: --dir %s: %s\n", o.dir.path, err);
+			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path,
+				   err);
 			return EXIT_USAGE;
 		}
 		if (add_sink(kr_dirsink_event, &dirsink) != 0)
@@ -1004,19 +1060,22 @@ int main(int argc, char **argv)
 	if (o.notify.exec || o.notify.signal) {
 		o.notify.resources = nres;
 		if (kr_notify_init(&notify, &loop, &o.notify, err, sizeof(err)) != 0)
-			return usage_error("--exec: %s", err);
+			return usage_error("%s: %s", o.sidecar ? "SCRIPT" : "--exec", err);
 		/* After the files: a notification means they are in place. */
 		if (add_sink(kr_notify_event, &notify) != 0)
 			return EXIT_FATAL;
 		notify_on = 1;
 	}
 	if (o.http_post) {
-		if (kr_http_post_init(&post, &loop, o.http_post, o.notify.debounce_ms, nres, err,
-				      sizeof(err)) != 0)
-			return usage_error("--http-post: %s", err);
+		const char *flag = o.sidecar ? "REQ_URL" : "--http-post";
+
+		if (kr_http_post_init_opts(&post, &loop, o.http_post, o.notify.debounce_ms, nres,
+					   o.post_opts, err, sizeof(err)) != 0)
+			return usage_error("%s: %s", flag, err);
 		if (!kr_http_post_loopback(&post))
-			kr_log(KR_LOG_WARN, "--http-post to %s: not a loopback address; the changed keys "
-			       "travel unencrypted", post.url);
+			kr_log(KR_LOG_WARN, "%s to %s: not a loopback address; %s travel unencrypted",
+			       flag, post.url, o.sidecar ? "the request and its credentials"
+			       : "the changed keys");
 		if (add_sink(kr_http_post_event, &post) != 0)
 			return EXIT_FATAL;
 		post_on = 1;

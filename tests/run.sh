@@ -71,6 +71,7 @@ for t in "$@"; do
 	run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
 	run_suite "files/$t" sh tests/files/run.sh "$t"
 	run_suite "supervise/$t" sh tests/supervise/run.sh "$t"
+	run_suite "sidecar/$t" sh tests/sidecar/run.sh "$t"
 done
 
 case " $* " in
