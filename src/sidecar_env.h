@@ -23,7 +23,6 @@
 
 #define KR_SIDECAR_PAYLOAD_MAX 4096    /* REQ_PAYLOAD bytes, as sent */
 #define KR_SIDECAR_CRED_MAX 256        /* REQ_USERNAME, REQ_PASSWORD bytes each */
-#define KR_SIDECAR_NAMES 16            /* RESOURCE_NAME entries */
 #define KR_SIDECAR_NAMESPACES 16       /* NAMESPACE entries */
 #define KR_SIDECAR_NOTES 6             /* start-up notes logged by the caller */
 #define KR_SIDECAR_DEFAULT_ANNOTATION "k8s-sidecar-target-directory"

@@ -211,6 +211,11 @@ def dashboards(s, namespaces=("mon", "apps"), folder=None):
         c.create("configmaps", "apps", "escape", data={"escape.json": "e"}, labels={LABEL: "1"},
                  annotations={"k8s-sidecar-target-directory": "/etc"})
     c.create("secrets", "mon", "datasource", stringData={"ds.yaml": "password: x\n"}, labels={LABEL: "1"})
+    # k8s-sidecar downloads a .url key's content; kreflect refuses the key, naming it.
+    c.create("configmaps", "mon", "remote", data={"remote.json.url": "http://example.invalid/x"},
+             labels={LABEL: "1"})
+    # Its unique file name (UNIQUE_FILENAMES) would pass 255 bytes: refused, naming it.
+    c.create("configmaps", "mon", "l" * 240, data={"long.json": "x"}, labels={LABEL: "1"})
 
 
 def base_env(s, folder, **kw):
@@ -233,7 +238,7 @@ def t_watch(s):
         want = {"mon.json": (b'{"title": "mon"}', 0o644), "apps.json": (b'{"title": "apps"}', 0o644),
                 "logo.png": (b"\x89PNG\x00\xff", 0o644), "text.txt": (b"t", 0o644),
                 "team-a/x/sub.json": (b"s", 0o644), "team-b/abs.json": (b"a", 0o644),
-                "ds.yaml": (b"password: x\n", 0o600)}
+                "ds.yaml": (b"password: x\n", 0o600), "long.json": (b"x", 0o644)}
         wait_tree(folder, want)
         first = rx.wait(1)[0]
         check(first["method"] == "POST" and first["path"] == "/api/reload", "request: %r" % first)
@@ -262,6 +267,8 @@ def t_watch(s):
               "the password shows in the log")
         check("unable to write configmaps apps/escape: annotation" in err, "the refused annotation is not "
               "named: %s" % sc.stderr_tail())
+        check('unable to write key "remote.json.url" of configmaps mon/remote: refused: a .url key' in err,
+              "the .url key is not refused by name: %s" % sc.stderr_tail())
         check(sc.running(), "kreflect ended: %s" % sc.stderr_tail())
 
 
@@ -289,6 +296,8 @@ def t_list(s):
                 "team-a/x/namespace_mon.configmap_in-sub.sub.json": (b"s", m),
                 "namespace_mon.secret_datasource.ds.yaml": (b"password: x\n", m)}
         check(tree(folder) == want, "files: %r" % sorted(tree(folder)))
+        check("unique file name (UNIQUE_FILENAMES) is longer than 255 bytes" in sc.stderr(),
+              "the long unique name is not refused by name: %s" % sc.stderr_tail())
         got = rx.got()
         check(len(got) == 1 and got[0]["method"] == "GET" and got[0]["body"] == b"",
               "LIST made requests %r, not one GET" % [(r["method"], r["body"]) for r in got])
@@ -306,14 +315,15 @@ def t_restart(s):
     sc = Sidecar(s, env, name="first")
     wait_tree(folder, {"mon.json": (b'{"title": "mon"}', 0o644), "apps.json": (b'{"title": "apps"}', 0o644),
                        "logo.png": (b"\x89PNG\x00\xff", 0o644), "text.txt": (b"t", 0o644),
-                       "team-a/x/sub.json": (b"s", 0o644)})
+                       "team-a/x/sub.json": (b"s", 0o644), "long.json": (b"x", 0o644)})
     ino = os.stat(os.path.join(folder, "apps.json")).st_ino
     check(sc.stop() == 0, "SIGTERM: not a clean stop")
     # While kreflect is down: a delete k8s-sidecar would never see.
     s.ctl.delete("configmaps", "mon", "dash-mon")
     s.ctl.update("configmaps", "mon", "bin", labels={LABEL: None})   # stops matching
     sc = Sidecar(s, env, name="second")
-    want = {"apps.json": (b'{"title": "apps"}', 0o644), "team-a/x/sub.json": (b"s", 0o644)}
+    want = {"apps.json": (b'{"title": "apps"}', 0o644), "team-a/x/sub.json": (b"s", 0o644),
+            "long.json": (b"x", 0o644)}
     wait_tree(folder, want)
     time.sleep(0.5)
     check(os.stat(os.path.join(folder, "apps.json")).st_ino == ino,
@@ -395,6 +405,74 @@ def t_argv0(s):
         check(r["headers"].get("authorization") == "Basic " + base64.b64encode(b"u:from-file").decode(),
               "--req-password-file not used: %r" % r["headers"].get("authorization"))
         check("from-file" not in sc.stderr(), "the password from the file shows in the log")
+
+
+EXAMPLES = os.path.join(e2e.ROOT, "config", "examples", "k8s-sidecar")
+
+
+@scenario("SidecarExampleManifestsRun", 8)
+def t_examples(s):
+    """config/examples/k8s-sidecar: yamllint passes, the manifests hold what the
+    sidecar needs, and the sidecar container's environment, taken from the
+    manifest, runs kreflect: the example dashboard lands where Grafana reads it."""
+    try:
+        import yaml
+    except ImportError:
+        raise Fail("python3-yaml is not installed (make deps installs it)") from None
+    files = [os.path.join(EXAMPLES, n) for n in ("grafana-dashboards.yaml", "helm-values.yaml")]
+    lint = subprocess.run(["yamllint", "-f", "parsable", "-d", "relaxed"] + files, capture_output=True,
+                          timeout=60)
+    check(lint.returncode == 0, "yamllint: %s" % (lint.stdout + lint.stderr).decode()[-400:])
+    with open(files[0]) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for d in docs:
+        check(d.get("apiVersion") and d.get("kind") and (d.get("metadata") or {}).get("name"),
+              "a manifest without apiVersion, kind or name: %r" % d)
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    rules = by_kind["ClusterRole"][0]["rules"]
+    for res in ("configmaps", "secrets"):
+        check(any(res in r["resources"] and {"list", "watch"} <= set(r["verbs"]) for r in rules),
+              "the ClusterRole does not let the sidecar list and watch %s" % res)
+    dep = by_kind["Deployment"][0]["spec"]["template"]["spec"]
+    binding = by_kind["ClusterRoleBinding"][0]
+    check(binding["subjects"][0]["name"] == dep["serviceAccountName"], "the binding is for another account")
+    check(binding["roleRef"]["name"] == by_kind["ClusterRole"][0]["metadata"]["name"], "the binding names "
+          "another role")
+    sc_spec = next(c for c in dep["containers"] if c["name"].endswith("sc-dashboard"))
+    secret = by_kind["Secret"][0]["stringData"]
+    folder = os.path.join(s.dir, "tmp-dashboards")
+    env = {}
+    for e in sc_spec["env"]:
+        v = e["value"] if "value" in e else secret[e["valueFrom"]["secretKeyRef"]["key"]]
+        env[e["name"]] = str(v).replace("/tmp/dashboards", folder)
+    mounts = {m["name"]: m["mountPath"] for m in sc_spec["volumeMounts"]}
+    graf = next(c for c in dep["containers"] if c["name"] == "grafana")
+    check(mounts["sc-dashboard-volume"] == "/tmp/dashboards" and
+          {m["name"]: m["mountPath"] for m in graf["volumeMounts"]}["sc-dashboard-volume"] == "/tmp/dashboards",
+          "the sidecar and Grafana do not share /tmp/dashboards")
+    with open(files[1]) as f:
+        values = yaml.safe_load(f)
+    check(values["sidecar"]["image"]["repository"] == "kreflect", "helm-values.yaml does not swap the image")
+
+    s.server()
+    board = by_kind["ConfigMap"][-1]
+    ann = {k: v.replace("/tmp/dashboards", folder) for k, v in board["metadata"]["annotations"].items()}
+    s.ctl.create("configmaps", board["metadata"]["namespace"], board["metadata"]["name"], data=board["data"],
+                 labels=board["metadata"]["labels"], annotations=ann)
+    with Receiver() as rx:
+        path = env["REQ_URL"].split("localhost:3000", 1)[1]
+        env["REQ_URL"] = rx.url + path
+        sc = Sidecar(s, env)
+        wait_tree(folder, {"Infrastructure/node.json": (board["data"]["node.json"].encode(), 0o644)})
+        r = rx.wait(1)[0]
+        check(r["method"] == "POST" and r["path"] == "/api/admin/provisioning/dashboards/reload",
+              "request %s %s" % (r["method"], r["path"]))
+        check(r["headers"].get("authorization") == "Basic " + base64.b64encode(
+            ("%s:%s" % (secret["admin-user"], secret["admin-password"])).encode()).decode(),
+            "the chart's credentials are not sent")
+        check(sc.running(), "kreflect ended: %s" % sc.stderr_tail())
 
 
 # Every variable with a bad value (and those kreflect cannot honour): exit 2, the
