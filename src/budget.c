@@ -8,6 +8,7 @@
 #include "sink.h"
 #include "http_post.h"
 #include "notify.h"
+#include "sidecar_env.h"
 #include "sink_dir.h"
 #include "store.h"
 #include "supervise.h"
@@ -34,6 +35,8 @@ static const struct kr_budget_item items[] = {
 	{ "http-post", sizeof(struct kr_http_post),
 	  "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; RAM only if used" },
 	{ "supervise", sizeof(struct kr_supervise), "-- PROGRAM: KR_SUPERVISE_ARGS words, state" },
+	{ "k8s-sidecar", sizeof(struct kr_sidecar),
+	  "--k8s-sidecar: resources, request payload and header read from the environment" },
 	{ "dir-sink", sizeof(struct kr_dirsink),
 	  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 };

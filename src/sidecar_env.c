@@ -367,9 +367,21 @@ static int request(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 		size_t len = payload ? strlen(payload) : 0;
 		struct kr_out o = { c->payload, sizeof(c->payload), 0, 0 };
 
+		const char *first = payload ? payload + strspn(payload, " \t\r\n") : "";
+		int n = payload ? kr_json_parse(payload, len, c->toks, KR_SIDECAR_PAYLOAD_TOKENS) : 0;
+
+		if (n == KR_ENOSPC)
+			return fail(err, errlen, "REQ_PAYLOAD has more than %d JSON tokens",
+				    KR_SIDECAR_PAYLOAD_TOKENS);
+		/* Python would send other JSON (an array, a number) as that JSON: not
+		 * supported, rather than sent as a string. */
+		if (n < 0 && (strchr("[\"-0123456789", *first) || strncmp(first, "true", 4) == 0 ||
+			      strncmp(first, "false", 5) == 0 || strncmp(first, "null", 4) == 0) && *first)
+			return fail(err, errlen, "REQ_PAYLOAD must be a JSON object or text that is not "
+				    "JSON (an array, string, number, true, false or null is not supported)");
 		if (!payload)
 			kr_out_str(&o, "");
-		else if (kr_json_parse(payload, len, c->toks, (int)(sizeof(c->toks) / sizeof(c->toks[0]))) > 0)
+		else if (n > 0)
 			kr_out_put(&o, payload, len);
 		else {
 			kr_out_str(&o, "\"");

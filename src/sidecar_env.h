@@ -22,6 +22,7 @@
 #include "sink_dir.h"
 
 #define KR_SIDECAR_PAYLOAD_MAX 4096    /* REQ_PAYLOAD bytes, as sent */
+#define KR_SIDECAR_PAYLOAD_TOKENS 256  /* JSON tokens of a REQ_PAYLOAD object */
 #define KR_SIDECAR_CRED_MAX 256        /* REQ_USERNAME, REQ_PASSWORD bytes each */
 #define KR_SIDECAR_NAMESPACES 16       /* NAMESPACE entries */
 #define KR_SIDECAR_NOTES 6             /* start-up notes logged by the caller */
@@ -33,7 +34,7 @@ enum kr_sidecar_method {
 	KR_SIDECAR_SLEEP,              /* k8s-sidecar polls; kreflect watches */
 };
 
-/* The configuration read; the caller owns it (about 60 KiB: declare it static). */
+/* The configuration read; the caller owns it (about 25 KiB: declare it static). */
 struct kr_sidecar {
 	struct kr_resource res[KR_MAX_RESOURCES];  /* one per type, namespace and name */
 	int nres;
@@ -55,7 +56,7 @@ struct kr_sidecar {
 	char authorization[16 + (2 * KR_SIDECAR_CRED_MAX + 3) / 3 * 4 + 4];
 	char user[KR_SIDECAR_CRED_MAX + 1];
 	char pass[KR_SIDECAR_CRED_MAX + 1];
-	kr_json_tok toks[512];
+	kr_json_tok toks[KR_SIDECAR_PAYLOAD_TOKENS];
 };
 
 /* Looks a variable up: NULL when unset. */

@@ -14,4 +14,13 @@ target=${1:-x86_64}
 [ $# -gt 0 ] && shift
 . tests/e2e/target.sh
 kr_pick_binary "$target"
-KR_SIDECAR_QEMU=$qemu exec python3 tests/sidecar/test_sidecar.py "$bin" -j 3 "$@"
+if [ -n "$qemu" ]; then
+	# ARM under qemu-user: a wrapper that keeps the name it was run under
+	# (k8s-sidecar, through a link) as the program's argv[0].
+	w=build/test/sidecar-$target
+	mkdir -p "$w"
+	printf '#!/bin/sh\nexec %s -0 "$0" "%s" "$@"\n' "$qemu" "$PWD/$bin" >"$w/kreflect"
+	chmod +x "$w/kreflect"
+	bin=$w/kreflect
+fi
+exec python3 tests/sidecar/test_sidecar.py "$bin" -j 3 "$@"

@@ -100,6 +100,20 @@ KR_TEST(sidecar_env, payload_that_is_not_json_is_posted_as_a_string)
 
 	check(parse(env) == 0);
 	check(strcmp(sc.post.body, "\"say \\\"hi\\\"\"") == 0);
+	const char *array[] = { BASE, "REQ_URL=http://h/", "REQ_METHOD=POST", "REQ_PAYLOAD= [1, 2]", NULL };
+	const char *number[] = { BASE, "REQ_URL=http://h/", "REQ_METHOD=POST", "REQ_PAYLOAD=42", NULL };
+	static char big[2000];
+	const char *many[] = { BASE, "REQ_URL=http://h/", "REQ_METHOD=POST", big, NULL };
+	size_t i, n = 0;
+
+	check(parse(array) == KR_EINVAL && strstr(err, "REQ_PAYLOAD must be a JSON object"));
+	check(parse(number) == KR_EINVAL && strstr(err, "REQ_PAYLOAD must be a JSON object"));
+	/* An object of more tokens than KR_SIDECAR_PAYLOAD_TOKENS is refused, not quoted. */
+	n += (size_t)snprintf(big, sizeof(big), "REQ_PAYLOAD={");
+	for (i = 0; i < KR_SIDECAR_PAYLOAD_TOKENS / 2 + 1; i++)
+		n += (size_t)snprintf(big + n, sizeof(big) - n, "%s\"%zx\":1", i ? "," : "", i);
+	snprintf(big + n, sizeof(big) - n, "}");
+	check(parse(many) == KR_EINVAL && strstr(err, "more than 256 JSON tokens"));
 	check(parse(none) == 0);
 	check(sc.post.body && sc.post.body_len == 0);   /* POST without payload: no body */
 	return 0;
