@@ -172,8 +172,11 @@ def tree(root):
             if n.startswith(".kreflect"):
                 continue
             p = os.path.join(d, n)
-            with open(p, "rb") as f:
-                out[os.path.relpath(p, root)] = (f.read(), stat.S_IMODE(os.lstat(p).st_mode))
+            try:
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, root)] = (f.read(), stat.S_IMODE(os.lstat(p).st_mode))
+            except FileNotFoundError:
+                continue        # removed since the listing: the next look has it right
     return out
 
 
