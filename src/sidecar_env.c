@@ -533,7 +533,8 @@ int kr_sidecar_wanted(int argc, char **argv)
 		if (strcmp(base, "k8s-sidecar") == 0)
 			return 1;
 	}
-	for (i = 1; i < argc; i++)
+	/* What follows "--" is a supervised program's, never kreflect's. */
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--k8s-sidecar") == 0)
 			return 1;
 	return 0;

@@ -64,7 +64,7 @@ typedef const char *(*kr_sidecar_getenv_fn)(void *arg, const char *name);
 
 /*
  * Nonzero if argv asks for k8s-sidecar mode: --k8s-sidecar among the
- * arguments, or argv[0]'s last path component is "k8s-sidecar".
+ * arguments before any "--", or argv[0]'s last path component is "k8s-sidecar".
  */
 int kr_sidecar_wanted(int argc, char **argv);
 

@@ -246,6 +246,11 @@ KR_TEST(sidecar_env, arguments_and_program_name)
 	check(kr_sidecar_wanted(1, as_sidecar));
 	check(kr_sidecar_wanted(3, flag));
 	check(!kr_sidecar_wanted(3, plain));
+	{
+		char *child[] = { "kreflect", "cm", "--", "app", "--k8s-sidecar", NULL };
+
+		check(!kr_sidecar_wanted(5, child));   /* the supervised program's argument */
+	}
 	check(kr_sidecar_parse(&sc, lookup, (void *)env, 3, bad, err, sizeof(err)) == KR_EINVAL);
 	check(strstr(err, "the only arguments are") != NULL);
 	check(kr_sidecar_parse(&sc, lookup, (void *)env, 2, nofile, err, sizeof(err)) == KR_EINVAL);
