@@ -147,8 +147,9 @@ static void on_end(void *arg, int err, const char *reason)
 {
 	struct kr_http_post *p = arg;
 	char why[sizeof(p->conn.reason) + 32];
-	/* No byte of the request could go out yet: a connection failure. */
-	int kind = p->conn.state <= KR_CONN_CONNECTING ? 'c' : 'r';
+	/* No byte of the request went out: a connection failure (the connection is
+	 * already closed here, so its state cannot tell; reqsent counts this request). */
+	int kind = p->conn.reqsent == 0 ? 'c' : 'r';
 
 	p->in_flight = 0;
 	kr_conn_close(&p->conn, NULL);

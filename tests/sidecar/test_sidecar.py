@@ -114,9 +114,10 @@ ALL_VARS = ("LABEL", "LABEL_VALUE", "FOLDER", "FOLDER_ANNOTATION", "NAMESPACE", 
 class Receiver:
     """Records GET and POST requests; answers with statuses in turn, then 200."""
 
-    def __init__(self, statuses=()):
+    def __init__(self, statuses=(), delay=0.0):
         self.reqs = []
         self.statuses = list(statuses)
+        self.delay = delay                  # seconds before each answer
         self.lock = threading.Lock()
         rx = self
 
@@ -129,10 +130,17 @@ class Receiver:
                     rx.reqs.append({"time": time.monotonic(), "method": method, "path": self.path,
                                     "status": code, "body": body,
                                     "headers": {k.lower(): v for k, v in self.headers.items()}})
-                self.send_response(code)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
+                time.sleep(rx.delay)
+                try:
+                    self.send_response(code)
+                except OSError:          # kreflect gave up waiting
+                    return
+                try:
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except OSError:
+                    pass
 
             def do_GET(self):
                 self.handle_one("GET")
@@ -387,6 +395,14 @@ def t_retries(s):
             time.sleep(1.2)
             check(len(rx.got()) == 1, "%s: HTTP %d was retried (%d requests)" % (name, status, len(rx.got())))
             check("HTTP %d" % status in sc.stderr(), "%s: HTTP %d not logged" % (name, status))
+    # An answer slower than REQ_TIMEOUT is a read failure: REQ_RETRY_READ=1, 2 attempts.
+    with Receiver(delay=3) as rx:
+        sc = Sidecar(s, base_env(s, os.path.join(s.dir, "e"), NAMESPACE="mon", REQ_URL=rx.url, REQ_TIMEOUT="0.5",
+                                 REQ_RETRY_READ="1", REQ_RETRY_BACKOFF_FACTOR="0.1"), name="e")
+        wait_until(lambda: "after 2 attempts" in sc.stderr(), 10, "the slow request to be given up after 2")
+        got = rx.got()
+        check(len(got) == 2 and got[1]["time"] - got[0]["time"] <= e2e.late(1.5),
+              "%d requests for a timeout, %.2f s apart" % (len(got), got[-1]["time"] - got[0]["time"]))
     # Nobody listening: REQ_RETRY_CONNECT=1 bounds it to 2 attempts.
     rx = Receiver()
     url = rx.url
