@@ -11,7 +11,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Stripped x86_64 binary ceiling (bytes): today's size plus 2 %, so that growth is a
 # decision, not an accident; the README table has the real figures.
-# k8s-sidecar mode (src/sidecar_env.c, issue #21) took it from 359,360 to 375,744.
+# k8s-sidecar mode (src/sidecar_env.c, issue #21) took it from 359,360 to 379,840.
 MAX_X86_64=${KR_MAX_BINARY_BYTES:-384000}
 
 for t in x86_64 aarch64 armv7; do
