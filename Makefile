@@ -28,7 +28,7 @@ VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
 DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
 	musl-dev:arm64 musl-dev:armhf qemu-user libjsmn-dev python3 openssl \
 	clang libclang-rt-14-dev valgrind bzip2 dpkg-dev cppcheck binutils file \
-	strace procps curl pkg-config prometheus
+	strace procps curl pkg-config prometheus python3-yaml yamllint
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
 MBEDTLS_DIR := $(DEPS)/mbedtls

@@ -5,7 +5,7 @@
 #include "kreflect_config.h"
 #include "notify.h"
 #include "serve.h"
-#include "state.h"
+#include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
 #include "state.h"
@@ -40,6 +40,8 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "supervise", sizeof(struct kr_supervise), 0, "-- PROGRAM: KR_SUPERVISE_ARGS words, state" },
 		{ "dir-sink", sizeof(struct kr_dirsink), 0,
 		  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
+		{ "k8s-sidecar", sizeof(struct kr_sidecar), 0,
+		  "--k8s-sidecar: resources, request payload and header read from the environment" },
 		{ "state", sizeof(struct kr_state), 0,
 		  "--state-dir: one KR_STATE_BUFFER_BYTES buffer snapshots stream through; RAM only if used" },
 		{ "listen", sizeof(struct kr_serve) + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn), 0,

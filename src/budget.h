@@ -20,7 +20,7 @@ struct kr_budget_item {
  * Fills items[0..max) for a client of these capacities. Returns how many
  * items there are (more than max: the rest were not written).
  */
-#define KR_BUDGET_ITEMS 12
+#define KR_BUDGET_ITEMS 16
 size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects, size_t arena);
 
 #endif /* KR_BUDGET_H */

@@ -502,6 +502,7 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	    cfg->resync_s > KR_RESYNC_MAX_S ||
 	    cfg->initial_events_timeout_s < 0 || cfg->initial_events_timeout_s > 3600 ||
 	    cfg->watch_idle_timeout_s < 0 || cfg->watch_idle_timeout_s > 86400 ||
+	    cfg->watch_timeout_s < 0 || cfg->watch_timeout_s > 86400 ||
 	    cfg->watch_list < KR_WL_AUTO || cfg->watch_list > KR_WL_OFF ||
 	    cfg->log_level < -1 || cfg->log_level > 3)
 		return fail(err, errlen, KR_EINVAL, "a configuration value is out of range");
@@ -543,6 +544,8 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	if (cfg->watch_idle_timeout_s)
 		c->ropts.idle_default_ms = cfg->watch_idle_timeout_s * 1000;
 	c->ropts.keep_managed_fields = cfg->keep_managed_fields;
+	if (cfg->watch_timeout_s)
+		c->ropts.min_watch_timeout_s = cfg->watch_timeout_s;
 	c->ropts.gzip = cfg->gzip;
 	c->ropts.once = cfg->stop_after_sync;
 

@@ -11,12 +11,7 @@
 /* Room always kept for the {"type":"DROPPED","events":N} line (at most 49 bytes). */
 #define MARK_RESERVE 64
 
-static const struct kr_http_header headers[] = {
-	{ "Content-Type", "application/x-ndjson" },
-	/* One connection per attempt: batches are seconds apart, and a kept-alive
-	 * connection the receiver closed meanwhile would cost an attempt. */
-	{ "Connection", "close" },
-};
+#define URLLIB3_BACKOFF_MAX_MS 120000  /* urllib3's Retry.DEFAULT_BACKOFF_MAX */
 
 /* Appends s as a JSON string, quotes included. */
 static void put_json_str(struct kr_out *o, const char *s)
@@ -70,12 +65,53 @@ static void done(struct kr_http_post *p)
 	kr_debounce_set_busy(&p->db, 0);
 }
 
-static void failed(struct kr_http_post *p, const char *why)
+/*
+ * urllib3's Retry, as k8s-sidecar configures it: a failure of a kind uses up
+ * one of its retries and one of the total; when either is spent, it is final.
+ * The wait before the next attempt: none after the first failure, then
+ * factor * 2^(failures - 1). Returns the wait in ms, or -1 when final.
+ */
+static int64_t urllib3_next(struct kr_http_post *p, int kind)
+{
+	int n = p->attempt;            /* failures so far, this one included */
+
+	if (kind == 'c' && ++p->connect_failures > p->o.connect_retries)
+		return -1;
+	if (kind == 'r' && ++p->read_failures > p->o.read_retries)
+		return -1;
+	if (kind == 's' && !p->o.retry_5xx)
+		return -1;
+	if (n > p->o.retries)
+		return -1;
+	if (n <= 1)
+		return 0;
+	if (n > 20 || (int64_t)p->o.backoff_factor_ms << (n - 1) > URLLIB3_BACKOFF_MAX_MS)
+		return URLLIB3_BACKOFF_MAX_MS;
+	return (int64_t)p->o.backoff_factor_ms << (n - 1);
+}
+
+/* kind: 'c' connection failed, 'r' timeout or broken answer, 's' a retryable status. */
+static void failed(struct kr_http_post *p, const char *why, int kind)
 {
 	kr_ms_t now = kr_port_now_ms();
 	int64_t delay;
 
 	p->attempts_failed++;
+	if (p->o.urllib3) {
+		delay = urllib3_next(p, kind);
+		if (delay < 0) {
+			kr_log(KR_LOG_ERROR, "unable to send the request for %lu changes to %s after "
+			       "%d attempts: %s", p->body_changes, p->url, p->attempt, why);
+			p->batches_dropped++;
+			done(p);
+			return;
+		}
+		kr_log(KR_LOG_WARN, "unable to send the request for %lu changes to %s (attempt %d): "
+		       "%s; retrying in %lld ms", p->body_changes, p->url, p->attempt, why,
+		       (long long)delay);
+		kr_loop_timer_at(p->loop, &p->retry, now + delay);
+		return;
+	}
 	if (p->attempt >= KR_HTTP_POST_ATTEMPTS) {
 		kr_log(KR_LOG_ERROR, "unable to post %lu changes to %s after %d attempts: %s; "
 		       "dropping them", p->body_changes, p->url, p->attempt, why);
@@ -111,13 +147,30 @@ static void on_end(void *arg, int err, const char *reason)
 {
 	struct kr_http_post *p = arg;
 	char why[sizeof(p->conn.reason) + 32];
+	/* No byte of the request went out: a connection failure (the connection is
+	 * already closed here, so its state cannot tell; reqsent counts this request). */
+	int kind = p->conn.reqsent == 0 ? 'c' : 'r';
 
 	p->in_flight = 0;
 	kr_conn_close(&p->conn, NULL);
 	if (err == 0 && p->status >= 200 && p->status < 300) {
 		p->delivered++;
-		kr_log(KR_LOG_INFO, "posted %lu changes (%zu bytes) to %s: HTTP %d", p->body_changes,
-		       p->body_len, p->url, p->status);
+		if (p->o.urllib3)
+			kr_log(KR_LOG_INFO, "sent the request for %lu changes to %s: HTTP %d",
+			       p->body_changes, p->url, p->status);
+		else
+			kr_log(KR_LOG_INFO, "posted %lu changes (%zu bytes) to %s: HTTP %d",
+			       p->body_changes, p->body_len, p->url, p->status);
+		done(p);
+		return;
+	}
+	if (err == 0 && p->o.urllib3 && p->status != 500 && p->status != 502 && p->status != 503 &&
+	    p->status != 504) {
+		/* As k8s-sidecar: an answer it does not retry is the end, logged. */
+		kr_log(p->status < 400 ? KR_LOG_INFO : KR_LOG_ERROR, "sent the request for %lu changes "
+		       "to %s: HTTP %d", p->body_changes, p->url, p->status);
+		p->delivered += p->status < 400;
+		p->batches_dropped += p->status >= 400;
 		done(p);
 		return;
 	}
@@ -127,7 +180,7 @@ static void on_end(void *arg, int err, const char *reason)
 		kr_snprintf(why, sizeof(why), "an answer longer than %d bytes", KR_HTTP_POST_REPLY_MAX);
 	else
 		kr_snprintf(why, sizeof(why), "%s", reason && *reason ? reason : kr_strerror(err));
-	failed(p, why);
+	failed(p, why, err == 0 ? 's' : kind);
 }
 
 static void send_batch(struct kr_http_post *p)
@@ -136,12 +189,14 @@ static void send_batch(struct kr_http_post *p)
 	int r;
 
 	memset(&req, 0, sizeof(req));
-	req.method = "POST";
+	req.method = p->o.method;
 	req.path = p->path;
-	req.headers = headers;
-	req.nheaders = sizeof(headers) / sizeof(headers[0]);
-	req.body = p->body;
-	req.body_len = p->body_len;
+	req.headers = p->headers;
+	req.nheaders = p->nheaders;
+	if (strcmp(p->o.method, "GET") != 0) {
+		req.body = p->o.body ? p->o.body : p->body;
+		req.body_len = p->o.body ? p->o.body_len : p->body_len;
+	}
 	req.on_head = on_head;
 	req.on_body = on_body;
 	req.on_end = on_end;
@@ -153,7 +208,7 @@ static void send_batch(struct kr_http_post *p)
 	r = kr_conn_request(&p->conn, &req);
 	if (r < 0) {
 		p->in_flight = 0;
-		failed(p, kr_strerror(r));
+		failed(p, kr_strerror(r), 'c');
 	}
 }
 
@@ -177,6 +232,17 @@ static void fire(void *arg, unsigned long changes)
 	p->next_len = 0;
 	p->next_dropped = 0;
 	p->attempt = 0;
+	p->connect_failures = p->read_failures = 0;
+	if (p->o.skip_first && !p->first_done) {
+		/* k8s-sidecar's REQ_SKIP_INIT: the first sync makes no request. */
+		p->first_done = 1;
+		kr_log(KR_LOG_INFO, "not sending the request for the first sync to %s (as asked)",
+		       p->url);
+		p->body_len = 0;
+		p->body_changes = 0;
+		return;
+	}
+	p->first_done = 1;
 	kr_backoff_init(&p->backoff, &p->rand, kr_port_now_ms());
 	kr_debounce_set_busy(&p->db, 1);
 	send_batch(p);
@@ -301,24 +367,54 @@ static int parse_url(struct kr_http_post *p, const char *url, struct kr_conn_cfg
 int kr_http_post_init(struct kr_http_post *p, struct kr_loop *loop, const char *url,
 		      int debounce_ms, int resources, char *err, size_t errlen)
 {
+	return kr_http_post_init_opts(p, loop, url, debounce_ms, resources, NULL, err, errlen);
+}
+
+int kr_http_post_init_opts(struct kr_http_post *p, struct kr_loop *loop, const char *url,
+			   int debounce_ms, int resources, const struct kr_http_post_opts *o,
+			   char *err, size_t errlen)
+{
 	struct kr_conn_cfg cfg;
-	int r;
+	int r, get;
 
 	memset(p, 0, sizeof(*p));
 	memset(&cfg, 0, sizeof(cfg));
+	if (o)
+		p->o = *o;
+	if (!p->o.method)
+		p->o.method = "POST";
+	get = strcmp(p->o.method, "GET") == 0;
+	if (!get && strcmp(p->o.method, "POST") != 0) {
+		kr_snprintf(err, errlen, "the method must be GET or POST, not '%.16s'", p->o.method);
+		return KR_EINVAL;
+	}
 	r = parse_url(p, url, &cfg, err, errlen);
 	if (r != 0)
 		return r;
-	/* The request head must be writable once: the path is the only part that varies. */
-	if (kr_http_write_request_ex(p->conn.reqbuf, sizeof(p->conn.reqbuf), "POST", cfg.host,
-				     p->path, NULL, 0, NULL, kr_target(), headers,
-				     sizeof(headers) / sizeof(headers[0])) < 0) {
-		kr_snprintf(err, errlen, "the path cannot be sent in a request: '%s'", p->path);
+	if (!get)
+		p->headers[p->nheaders++] = (struct kr_http_header){ "Content-Type",
+			p->o.body ? (p->o.content_type ? p->o.content_type : "application/json")
+				  : "application/x-ndjson" };
+	/* One connection per attempt: batches are seconds apart, and a kept-alive
+	 * connection the receiver closed meanwhile would cost an attempt. */
+	p->headers[p->nheaders++] = (struct kr_http_header){ "Connection", "close" };
+	if (p->o.authorization)
+		p->headers[p->nheaders++] = (struct kr_http_header){ "Authorization",
+								     p->o.authorization };
+	/* The request head must be writable once: the path is the only part that varies.
+	 * (The error never shows the Authorization value.) */
+	if (kr_http_write_request_ex(p->conn.reqbuf, sizeof(p->conn.reqbuf), p->o.method, cfg.host,
+				     p->path, NULL, 0, NULL, kr_target(), p->headers,
+				     p->nheaders) < 0) {
+		memset(p->conn.reqbuf, 0, sizeof(p->conn.reqbuf));
+		kr_snprintf(err, errlen, "the path or a header cannot be sent in a request: '%s'",
+			    p->path);
 		return KR_EINVAL;
 	}
+	memset(p->conn.reqbuf, 0, sizeof(p->conn.reqbuf));
 	cfg.tls = NULL;                /* plain HTTP, never through a proxy */
-	cfg.connect_timeout_ms = KR_HTTP_POST_TIMEOUT_MS;
-	cfg.idle_timeout_ms = KR_HTTP_POST_TIMEOUT_MS;
+	cfg.connect_timeout_ms = p->o.timeout_ms > 0 ? p->o.timeout_ms : KR_HTTP_POST_TIMEOUT_MS;
+	cfg.idle_timeout_ms = cfg.connect_timeout_ms;
 	p->loop = loop;
 	if (kr_conn_init(&p->conn, loop, &cfg) != 0) {
 		kr_snprintf(err, errlen, "no room in the loop for its connection");

@@ -38,6 +38,27 @@
 #endif
 #define KR_HTTP_POST_PATH_MAX 1024     /* path and query of the URL */
 
+/*
+ * How a request is made, for k8s-sidecar's REQ_* variables; zeroed means
+ * --http-post's own behaviour (POST of the change lines, every failure
+ * retried with the reflector's backoff, KR_HTTP_POST_ATTEMPTS in all).
+ */
+struct kr_http_post_opts {
+	const char *method;            /* "POST" (NULL) or "GET" (never a body) */
+	const char *body;              /* POST: this fixed body instead of the change lines */
+	size_t body_len;
+	const char *content_type;      /* of the fixed body; NULL: application/json */
+	const char *authorization;     /* Authorization header value, a secret: never logged */
+	int urllib3;                   /* retries as urllib3's Retry (below), not the reflector's */
+	int retries;                   /* urllib3: retries after the first attempt, at most */
+	int connect_retries;           /* ... of them after a failed connection */
+	int read_retries;              /* ... after a timeout or a broken answer */
+	int backoff_factor_ms;         /* ... waiting 0, then factor * 2^(n-1) ms (at most 120 s) */
+	int retry_5xx;                 /* ... retrying 500, 502, 503, 504; other statuses are final */
+	int timeout_ms;                /* connect, and silence before the answer; 0: default */
+	int skip_first;                /* the first sync's batch is not sent */
+};
+
 struct kr_http_post {
 	struct kr_debounce db;         /* the window; busy while a batch is delivered */
 	struct kr_conn conn;
@@ -56,6 +77,11 @@ struct kr_http_post {
 	size_t body_len;
 	unsigned long body_changes;
 	int attempt;                   /* attempts made for body; 0 = none waiting */
+	int connect_failures, read_failures;
+	struct kr_http_post_opts o;
+	struct kr_http_header headers[3];
+	size_t nheaders;
+	int first_done;                /* the first sync's batch went (or was skipped) */
 	int in_flight;
 	int status;                    /* status of the answer in flight, 0 before */
 	size_t reply_bytes;
@@ -70,6 +96,15 @@ struct kr_http_post {
  */
 int kr_http_post_init(struct kr_http_post *p, struct kr_loop *loop, const char *url,
 		      int debounce_ms, int resources, char *err, size_t errlen);
+
+/*
+ * kr_http_post_init with the request shaped by o (copied; its strings must
+ * outlive p). Same returns; also KR_EINVAL for a method other than GET or
+ * POST, or headers that cannot be sent.
+ */
+int kr_http_post_init_opts(struct kr_http_post *p, struct kr_loop *loop, const char *url,
+			   int debounce_ms, int resources, const struct kr_http_post_opts *o,
+			   char *err, size_t errlen);
 
 /* The sink: collects a line per change (and per first SYNCED). */
 void kr_http_post_event(void *arg, const struct kr_event *ev);

@@ -112,6 +112,7 @@ struct kr_config {
 	int resync_s;                  /* re-deliver every object as RESYNC this often; 0 off */
 	int initial_events_timeout_s;  /* watch-list quiet time before LIST; 0: 30 */
 	int watch_idle_timeout_s;      /* a silent watch before the bookmark cadence is known; 0: default */
+	int watch_timeout_s;           /* timeoutSeconds asked of the server, in [s, 2s); 0: 300 */
 	int keep_managed_fields;       /* 1: keep metadata.managedFields */
 	int gzip;                      /* 1 (default): ask for gzip LIST bodies (watches never) */
 	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */

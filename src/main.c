@@ -22,6 +22,7 @@
 #include "mbedtls/build_info.h"
 #include "notify.h"
 #include "serve.h"
+#include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
 #include "state.h"
@@ -153,6 +154,12 @@ static const char usage[] =
 	"  --child-signal SIG             sent to PROGRAM after changes (default HUP)\n"
 	"  --on-change signal|restart     restart: SIGTERM, --grace, SIGKILL, start again\n"
 	"  --grace SECONDS                after SIGTERM, before SIGKILL (default 10)\n"
+	"k8s-sidecar mode:\n"
+	"  --k8s-sidecar                  configuration from kiwigrid k8s-sidecar's environment\n"
+	"                                 variables (LABEL, FOLDER, NAMESPACE, RESOURCE, METHOD,\n"
+	"                                 REQ_URL, SCRIPT, ...; see README), files in its layout;\n"
+	"                                 also when run under the name k8s-sidecar. Arguments then:\n"
+	"                                 --req-username-file PATH, --req-password-file PATH only\n"
 	"local endpoint (off unless --listen is given):\n"
 	"  --listen ADDR                  serve /healthz, /readyz, /metrics and a read-only\n"
 	"                                 Kubernetes API of the mirror (kubectl --server) on\n"
@@ -207,6 +214,9 @@ struct options {
 	struct kr_dirsink_opts dir;
 	struct kr_notify_opts notify;
 	const char *http_post;
+	const struct kr_http_post_opts *post_opts;  /* NULL: --http-post's own */
+	int sidecar;                   /* --k8s-sidecar: configured from the environment */
+	int log_level;                 /* >= 0: set directly (k8s-sidecar's LOG_LEVEL) */
 	struct kr_supervise_opts sup;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 	struct kr_serve_opts serve;
@@ -722,6 +732,40 @@ static int partial_mirror(void)
 	return bad;
 }
 
+static struct kr_sidecar sidecar;
+
+static const char *env_get(void *arg, const char *name)
+{
+	(void)arg;
+	return getenv(name);
+}
+
+/* --k8s-sidecar: k8s-sidecar's variables (sidecar_env.h) instead of flags. */
+static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
+{
+	char err[512];
+
+	if (kr_sidecar_parse(&sidecar, env_get, NULL, argc, argv, err, sizeof(err)) != 0) {
+		kr_dprintf(2, "kreflect: unable to use the k8s-sidecar configuration: %s\n", err);
+		return EXIT_USAGE;
+	}
+	*nres = sidecar.nres;              /* added to the client from sidecar.res by make_client */
+	o->sidecar = 1;
+	o->output_none = 1;
+	o->dir = sidecar.dir;
+	o->notify.exec = sidecar.script;
+	o->http_post = sidecar.req_url;
+	o->post_opts = &sidecar.post;
+	o->cfg.insecure_skip_tls_verify = sidecar.insecure;
+	o->once = sidecar.method == KR_SIDECAR_LIST;
+	o->log_level = sidecar.log_level;
+	if (sidecar.idle_ms)
+		o->cfg.watch_idle_timeout_s = (sidecar.idle_ms + 999) / 1000;
+	if (sidecar.watch_timeout_s)
+		o->cfg.watch_timeout_s = sidecar.watch_timeout_s;
+	return 0;
+}
+
 /* The server was never reached: say that the mirror in use is the restored one. */
 static void restored_warnings(void)
 {
@@ -758,11 +802,26 @@ static int make_client(const struct options *o, int nres)
 		kr_dprintf(2, "kreflect: %s\n", err[0] ? err : kr_strerror(r));
 		return EXIT_USAGE;
 	}
-	for (i = 0; i < nres; i++)
-		if (kr_client_add_resource(client, resource_args[i], err, sizeof(err)) < 0) {
+	for (i = 0; i < nres; i++) {
+		struct kr_resource_spec spec;
+		const struct kr_resource *sr = &sidecar.res[i];
+
+		memset(&spec, 0, sizeof(spec));
+		if (o->sidecar) {
+			/* One entry per namespace and type, each with its own selectors. */
+			spec.name = sr->name;
+			spec.ns = sr->ns[0] ? sr->ns : NULL;
+			spec.all_namespaces = sr->all_namespaces;
+			spec.label_selector = sr->label_selector;
+			spec.field_selector = sr->field_selector[0] ? sr->field_selector : NULL;
+		} else {
+			spec.name = resource_args[i];
+		}
+		if (kr_client_add(client, &spec, err, sizeof(err)) < 0) {
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return EXIT_USAGE;
 		}
+	}
 	loop = kr_client_loop(client);
 	return 0;
 }
@@ -796,6 +855,7 @@ int main(int argc, char **argv)
 	o.notify.debounce_ms = 1000;
 	o.sup.child_signal = SIGHUP;
 	o.sup.grace_ms = 10000;
+	o.log_level = -1;
 	if (budget) {
 		/* Only the capacity flags matter here; the others are checked when running. */
 		for (i = 1; i < (size_t)argc && strcmp(argv[i], "--") != 0; i++) {
@@ -812,7 +872,8 @@ int main(int argc, char **argv)
 		}
 		return print_budget(&o.cfg);
 	}
-	r = parse_flags(argc, argv, &o, &nres);
+	r = kr_sidecar_wanted(argc, argv) ? sidecar_options(argc, argv, &o, &nres)
+					   : parse_flags(argc, argv, &o, &nres);
 	if (r)
 		return r;
 	if (o.sup_flag && !o.sup.argv)
@@ -828,14 +889,23 @@ int main(int argc, char **argv)
 	r = make_client(&o, nres);
 	if (r)
 		return r;
+	if (o.log_level >= 0)
+		kr_log_set_level(o.log_level);
+	for (i = 0; o.sidecar && i < (size_t)sidecar.nnotes; i++)
+		kr_log(KR_LOG_INFO, "%s", sidecar.notes[i]);
 	nres = kr_client_resources(client);
 	if (kr_loop_signals(loop, on_signal, NULL) != 0) {
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
 	if (o.dir.path) {
+		if (o.sidecar) {
+			/* A sweep removes only the files of what its own resource covers. */
+			o.dir.scopes = kr_client_resource(client, 0);
+			o.dir.nscopes = nres;
+		}
 		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
-			kr_dprintf(2, "kreflect: --dir %s: %s\n", o.dir.path, err);
+			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
 			return EXIT_USAGE;
 		}
 		if (add_sink(kr_dirsink_event, &dirsink) != 0)
@@ -844,19 +914,22 @@ int main(int argc, char **argv)
 	if (o.notify.exec || o.notify.signal) {
 		o.notify.resources = nres;
 		if (kr_notify_init(&notify, loop, &o.notify, err, sizeof(err)) != 0)
-			return usage_error("--exec: %s", err);
+			return usage_error("%s: %s", o.sidecar ? "SCRIPT" : "--exec", err);
 		/* After the files: a notification means they are in place. */
 		if (add_sink(kr_notify_event, &notify) != 0)
 			return EXIT_FATAL;
 		notify_on = 1;
 	}
 	if (o.http_post) {
-		if (kr_http_post_init(&post, loop, o.http_post, o.notify.debounce_ms, nres, err,
-				      sizeof(err)) != 0)
-			return usage_error("--http-post: %s", err);
+		const char *flag = o.sidecar ? "REQ_URL" : "--http-post";
+
+		if (kr_http_post_init_opts(&post, loop, o.http_post, o.notify.debounce_ms, nres,
+					   o.post_opts, err, sizeof(err)) != 0)
+			return usage_error("%s: %s", flag, err);
 		if (!kr_http_post_loopback(&post))
-			kr_log(KR_LOG_WARN, "--http-post to %s: not a loopback address; the changed keys "
-			       "travel unencrypted", post.url);
+			kr_log(KR_LOG_WARN, "%s to %s: not a loopback address; %s travel unencrypted",
+			       flag, post.url, o.sidecar ? "the request and its credentials"
+			       : "the changed keys");
 		if (add_sink(kr_http_post_event, &post) != 0)
 			return EXIT_FATAL;
 		post_on = 1;

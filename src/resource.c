@@ -162,3 +162,23 @@ int kr_resource_path(const struct kr_resource *r, char *buf, size_t size)
 		return KR_ETOOBIG;
 	return n;
 }
+
+int kr_resource_covers(const struct kr_resource *r, const char *key)
+{
+	const char *slash = strchr(key, '/'), *name = slash ? slash + 1 : key;
+	const char *fs = r->field_selector;
+	size_t nl = strlen(r->ns);
+
+	if (r->namespaced && !r->all_namespaces && r->ns[0] &&
+	    (!slash || (size_t)(slash - key) != nl || strncmp(key, r->ns, nl) != 0))
+		return 0;
+	if (strncmp(fs, "metadata.name", 13) == 0 && !strchr(fs, ',')) {
+		const char *v = fs + 13;
+
+		if (v[0] == '=' && v[1] == '=')
+			return strcmp(name, v + 2) == 0;
+		if (v[0] == '=')
+			return strcmp(name, v + 1) == 0;
+	}
+	return 1;
+}

@@ -38,6 +38,14 @@ int kr_resource_lookup(const char *arg, struct kr_resource *out, char *err, size
 /* The compile-time default resources (config/resources.def); *n gets their number. */
 const struct kr_resource *kr_resource_defaults(size_t *n);
 
+/*
+ * Nonzero if an object with key ("namespace/name" or "name") can be one that
+ * r lists: in its namespace (unless all namespaces) and, when its field
+ * selector is a single metadata.name=NAME, of that name. Labels are not known
+ * from a key, so they never exclude it.
+ */
+int kr_resource_covers(const struct kr_resource *r, const char *key);
+
 /* Fills r->name from group and plural. */
 void kr_resource_set_name(struct kr_resource *r);
 

@@ -1054,6 +1054,30 @@ static long b64_decode(char *s, size_t len)
 	return (long)out;
 }
 
+/*
+ * k8s-sidecar's naming, when asked for: a ".url" key refused (k8s-sidecar
+ * would download it), UNIQUE_FILENAMES' "namespace_<ns>.<kind>_<name>.<key>"
+ * in place of key (size bytes). Returns NULL, or why the key is refused.
+ */
+static const char *sidecar_name(const struct kr_dirsink *d, const struct obj *o, char *key,
+				 size_t size)
+{
+	size_t len = strlen(key);
+	char name[KR_DIRSINK_NAME_MAX + 2];
+	int n;
+
+	if (d->url_keys_refused && len >= 4 && strcmp(key + len - 4, ".url") == 0)
+		return "a .url key asks k8s-sidecar to download the file, which kreflect does not do";
+	if (!d->unique_names)
+		return NULL;
+	n = kr_snprintf(name, sizeof(name), "namespace_%s.%s_%s.%s", o->ns,
+			o->kind == KIND_SECRET ? "secret" : "configmap", o->name, key);
+	if (n < 0 || (size_t)n > KR_DIRSINK_NAME_MAX || (size_t)n >= size)
+		return "its unique file name (UNIQUE_FILENAMES) is longer than 255 bytes";
+	memcpy(key, name, (size_t)n + 1);
+	return bad_name(key, (size_t)n);
+}
+
 /* One data key (token k, value k + 1) of a ConfigMap or Secret, in one phase. */
 static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base64,
 		     enum phase phase)
@@ -1069,6 +1093,8 @@ static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base6
 
 	why = len == KR_ETOOBIG ? "longer than 255 bytes" : len < 0 ? "not a valid string"
 								  : bad_name(key, (size_t)len);
+	if (!why)
+		why = sidecar_name(d, o, key, sizeof(key));
 	if (phase == CLAIM) {
 		printable(shown, sizeof(shown), json + t[k].start, (size_t)(t[k].end - t[k].start));
 		if (!why && (k + 1 >= o->ntoks || t[k + 1].type != KR_JSON_T_STRING))
@@ -1170,6 +1196,25 @@ static const char *split_key(struct obj *o)
 	return NULL;
 }
 
+/*
+ * With annotation_absolute, an absolute annotation naming the root or a
+ * directory below it, as k8s-sidecar's users write it, becomes the same
+ * directory relative to the root; anything else is returned as it is (an
+ * absolute path outside the root is then refused).
+ */
+static const char *absolute_in_root(const struct kr_dirsink *d, const char *ann)
+{
+	size_t rl = strcmp(d->root, "/") == 0 ? 0 : strlen(d->root);
+
+	if (!d->annotation_absolute || ann[0] != '/' || strncmp(ann, d->root, rl) != 0 ||
+	    (ann[rl] != '/' && ann[rl] != '\0'))
+		return ann;
+	ann += rl;
+	while (*ann == '/')
+		ann++;
+	return ann;
+}
+
 /* The target directory from the annotation into o->dir. Returns NULL or why not. */
 static const char *target_dir(struct kr_dirsink *d, struct obj *o, char *ann, size_t size)
 {
@@ -1190,7 +1235,7 @@ static const char *target_dir(struct kr_dirsink *d, struct obj *o, char *ann, si
 				return "contains a NUL byte";
 			if (has_control(ann))
 				return "contains a control character";
-			why = normalize_dir(ann, o->dir, sizeof(o->dir));
+			why = normalize_dir(absolute_in_root(d, ann), o->dir, sizeof(o->dir));
 			if (why)
 				return why;
 		}
@@ -1295,15 +1340,35 @@ static void delete_object(struct kr_dirsink *d, const struct kr_event *ev)
 			remove_entry(d, &d->entries[i], "the object is gone");
 }
 
-/* After a complete list: files of the resource no event wanted since init are gone. */
-static void sweep(struct kr_dirsink *d, const char *res)
+/* Nonzero if a resource named res covers key (so only its own sweep may remove it). */
+static int covered_by_any(const struct kr_dirsink *d, const char *res, const char *key)
 {
+	int i;
+
+	for (i = 0; i < d->nscopes; i++)
+		if (strcmp(d->scopes[i].name, res) == 0 && kr_resource_covers(&d->scopes[i], key))
+			return 1;
+	return 0;
+}
+
+/*
+ * After a complete list: files of the resource no event wanted since init are
+ * gone, among those it covers (another resource of the same type may list the
+ * others: another namespace, another name) or that no resource covers any more.
+ */
+static void sweep(struct kr_dirsink *d, const struct kr_event *ev)
+{
+	const struct kr_resource *scope = d->scopes && ev->res >= 0 && ev->res < d->nscopes
+					  ? &d->scopes[ev->res] : NULL;
+	const char *res = ev->resource;
 	size_t i, n = 0;
 
 	for (i = 0; i < d->nentries; i++) {
 		struct kr_dirsink_entry *e = &d->entries[i];
 
-		if (!(e->flags & (F_SEEN | F_DEAD)) && strcmp(e_res(d, e), res) == 0) {
+		if (!(e->flags & (F_SEEN | F_DEAD)) && strcmp(e_res(d, e), res) == 0 &&
+		    (!scope || kr_resource_covers(scope, e_key(d, e)) ||
+		     !covered_by_any(d, res, e_key(d, e)))) {
 			remove_entry(d, e, "the object was deleted while kreflect was not running");
 			n++;
 		}
@@ -1324,7 +1389,7 @@ void kr_dirsink_event(void *arg, const struct kr_event *ev)
 	if (ev->type == KR_EV_SYNCED) {
 		/* A partial sync proves nothing about absent objects: no sweep. */
 		if (ev->resource && !ev->partial)
-			sweep(d, ev->resource);
+			sweep(d, ev);
 	} else if (!good_owner(ev)) {
 		kr_log(KR_LOG_ERROR, "unable to write an object of %s: its resource or key cannot "
 		       "be recorded", ev->resource ? ev->resource : "(none)");
@@ -1377,6 +1442,11 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 	if (errlen)
 		err[0] = '\0';
 	d->layout_object = o->layout_object;
+	d->unique_names = o->unique_names;
+	d->annotation_absolute = o->annotation_absolute;
+	d->url_keys_refused = o->url_keys_refused;
+	d->scopes = o->scopes;
+	d->nscopes = o->nscopes;
 	d->file_mode = o->file_mode ? o->file_mode : KR_DIRSINK_FILE_MODE;
 	d->secret_mode = o->secret_mode ? o->secret_mode : KR_DIRSINK_SECRET_MODE;
 	d->max_files = o->max_files ? o->max_files : KR_DIRSINK_MAX_FILES;

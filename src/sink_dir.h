@@ -27,6 +27,7 @@
 
 #include "json.h"
 #include "kreflect_config.h"
+#include "resource.h"
 #include "sink.h"
 
 /* Files the manifest can own at once; a write beyond it is an error. */
@@ -97,6 +98,20 @@ struct kr_dirsink_opts {
 	unsigned secret_mode;    /* Secret data files; 0 for KR_DIRSINK_SECRET_MODE.
 				    One mode for all files: set both. */
 	size_t max_files;        /* 0 for KR_DIRSINK_MAX_FILES, which it cannot exceed */
+	/* k8s-sidecar's layout (kreflect --k8s-sidecar); all off by default: */
+	int unique_names;        /* ConfigMap and Secret files named
+				    namespace_<ns>.<configmap|secret>_<name>.<key> */
+	int annotation_absolute; /* an absolute annotation inside the root names the
+				    same directory relative to it (others: refused) */
+	int url_keys_refused;    /* keys ending in ".url" (k8s-sidecar downloads them)
+				    are refused with an error, not written as is */
+	/* What each resource index covers (namespace, metadata.name= selector), so
+	   that a SYNCED sweep removes only files the resource could have listed:
+	   several resources of one type (other namespaces or names) share its name;
+	   files that none of them covers go with the first sweep. NULL: a resource
+	   covers every file recorded under its name. */
+	const struct kr_resource *scopes;
+	int nscopes;
 };
 
 /* What the sink did, counted per file, since init. */
@@ -127,6 +142,11 @@ struct kr_dirsink {
 	struct kr_dirsink_stats stats; /* out */
 	int ready;
 	int layout_object;
+	int unique_names;
+	int annotation_absolute;
+	int url_keys_refused;
+	const struct kr_resource *scopes;
+	int nscopes;
 	unsigned file_mode;
 	unsigned secret_mode;
 	size_t max_files;

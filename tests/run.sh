@@ -74,6 +74,7 @@ for t in "$@"; do
 	run_suite "example/$t" python3 tests/example/run.py "$t"
 	run_suite "serve/$t" sh tests/serve/run.sh "$t"
 	run_suite "state/$t" sh tests/state/run.sh "$t"
+	run_suite "sidecar/$t" sh tests/sidecar/run.sh "$t"
 done
 
 case " $* " in

@@ -202,8 +202,10 @@ fi
 # --- (d) token rotation mid-run: no relist -----------------------------------------------
 
 cp "$W/token" "$T/tok"
-run "$BIN" --server "$SERVER" --certificate-authority "$CA" --token-file "$T/tok" \
-	-n default configmaps >"$T/d.out" 2>"$T/d.err" &
+# Not through run(): a backgrounded function is a subshell, and $! would be its
+# pid, not kreflect's, which then outlived the suite. env execs kreflect.
+env -i PATH="$PATH" HOME=/nonexistent "$BIN" --server "$SERVER" --certificate-authority "$CA" \
+	--token-file "$T/tok" -n default configmaps >"$T/d.out" 2>"$T/d.err" &
 KR_PID=$!
 i=0
 while ! grep -q '"type":"SYNCED"' "$T/d.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

@@ -54,6 +54,10 @@ figure is the median of --reps runs (default 3). The parts:
               Watch-lists are never compressed (the apiserver gzips only a response
               whose first write is over 128 KiB, and a watch writes event by event),
               so gzip matters only with --watch-list off or a server without it.
+  sidecar     kreflect --k8s-sidecar beside a k8s-sidecar-like peer on python3-kubernetes
+              (tests/bench/peer_sidecar.py), 1,000 labelled ConfigMaps written as
+              files: time, CPU and peak RSS, then --idle seconds of watching
+              (tests/bench/sidecar_bench.py).
   sizes       stripped kreflect for x86_64/aarch64/armv7, the installed bytes of
               node + node_modules and python3 + python3-kubernetes with the python3
               packages it depends on, the stripped static client-go-peer binary;
@@ -91,7 +95,7 @@ NODE_CLIENT = "@kubernetes/client-node"
 NODE_CLIENT_VERSION = "1.4.0"
 PEER_PYTHON = "/usr/bin/python3"
 PEER_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
-PARTS = ("sizes", "sync", "idle", "wakeups", "throughput", "callgrind", "gzip")
+PARTS = ("sizes", "sync", "idle", "wakeups", "throughput", "callgrind", "gzip", "sidecar")
 IDLE_BOOKMARK_S = 15
 PAYLOAD = 1024
 MB = 1e6
@@ -908,6 +912,10 @@ class Bench:
 
     # ------------------------------------------------------------ sizes
 
+    def part_sidecar(self):
+        import sidecar_bench
+        self.results["sidecar"] = sidecar_bench.run(self, sys.modules[__name__])
+
     def part_sizes(self):
         res = {"kreflect": {}}
         for t in ("x86_64", "aarch64", "armv7"):
@@ -1387,6 +1395,9 @@ def main():
     rep.build()
     b.results["targets"] = [{"status": s, "target": t} for s, t in rep.targets]
     md = rep.markdown()
+    if b.results.get("sidecar"):
+        import sidecar_bench
+        md += "\n" + sidecar_bench.markdown(b.results["sidecar"], a.idle, sys.modules[__name__])
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(b.results, f, indent=1, default=str)
     with open(os.path.join(a.out, "table.md"), "w") as f:

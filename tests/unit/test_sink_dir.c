@@ -867,3 +867,116 @@ DIR_TEST(manifest_compacts_as_the_dead_outweigh_the_live)
 	check(kr_dirsink_files(&D) == 2);
 	return 0;
 }
+
+/* k8s-sidecar's options: its names, absolute annotations inside the root only,
+ * .url keys refused, and sweeps scoped to what each resource covers. */
+static int open_sidecar_sink(const struct kr_resource *scopes, int nscopes)
+{
+	struct kr_dirsink_opts o;
+	char err[256];
+
+	memset(&o, 0, sizeof(o));
+	o.path = root;
+	o.annotation = "k8s-sidecar-target-directory";
+	o.unique_names = 1;
+	o.annotation_absolute = 1;
+	o.url_keys_refused = 1;
+	o.scopes = scopes;
+	o.nscopes = nscopes;
+	return kr_dirsink_init(&D, &o, err, sizeof(err));
+}
+
+static const char *sc_cm(const char *ns, const char *name, const char *dir, const char *members)
+{
+	static char buf[2][4096];
+	static int i;
+	char ann[1200] = "";
+
+	i = (i + 1) % 2;
+	if (dir)
+		snprintf(ann, sizeof(ann), ",\"annotations\":{\"k8s-sidecar-target-directory\":\"%s\"}", dir);
+	snprintf(buf[i], sizeof(buf[i]),
+		 "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+		 "\"namespace\":\"%s\",\"resourceVersion\":\"5\"%s},%s}", name, ns, ann, members);
+	return buf[i];
+}
+
+DIR_TEST(k8s_sidecar_names_and_absolute_annotations)
+{
+	char abs[600], evil[600], member[700];
+
+	check(open_sidecar_sink(NULL, 0) == 0);
+	send(KR_EV_ADDED, "configmaps", "mon/a", sc_cm("mon", "a", NULL, "\"data\":{\"k.json\":\"1\"}"));
+	check(holds_str("namespace_mon.configmap_a.k.json", "1"));
+	send(KR_EV_ADDED, "secrets", "mon/s", "{\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\","
+	     "\"namespace\":\"mon\"},\"data\":{\"p\":\"eA==\"}}");
+	check(holds_str("namespace_mon.secret_s.p", "x") && mode_of(at("namespace_mon.secret_s.p")) == 0600);
+	/* Absolute inside the root: the same directory relative to it. */
+	snprintf(abs, sizeof(abs), "%s/team", root);
+	send(KR_EV_ADDED, "configmaps", "mon/b", sc_cm("mon", "b", abs, "\"data\":{\"b.json\":\"2\"}"));
+	check(holds_str("team/namespace_mon.configmap_b.b.json", "2"));
+	snprintf(abs, sizeof(abs), "%s//", root);
+	send(KR_EV_ADDED, "configmaps", "mon/c", sc_cm("mon", "c", abs, "\"data\":{\"c.json\":\"3\"}"));
+	check(holds_str("namespace_mon.configmap_c.c.json", "3"));
+	/* A sibling whose name starts like the root is outside it; so is /etc. */
+	snprintf(evil, sizeof(evil), "%s-evil/x", root);
+	send(KR_EV_ADDED, "configmaps", "mon/d", sc_cm("mon", "d", evil, "\"data\":{\"d.json\":\"4\"}"));
+	send(KR_EV_ADDED, "configmaps", "mon/e", sc_cm("mon", "e", "/etc", "\"data\":{\"e.json\":\"5\"}"));
+	check(!exists(evil) && count_named(tmp_dir, "out-evil") == 0);
+	check(logged("mon/d: annotation k8s-sidecar-target-directory=") && logged("is an absolute path"));
+	check(!exists("/etc/namespace_mon.configmap_e.e.json"));
+	/* .url keys: refused by name; the other keys are written. */
+	send(KR_EV_ADDED, "configmaps", "mon/u", sc_cm("mon", "u", NULL,
+	     "\"data\":{\"x.json.url\":\"http://h/x\",\"y.json\":\"6\"}"));
+	check(holds_str("namespace_mon.configmap_u.y.json", "6"));
+	check(!exists(at("namespace_mon.configmap_u.x.json.url")) && logged("\"x.json.url\" of configmaps mon/u"));
+	/* The unique name's bound: "namespace_mon.configmap_long." (29 bytes) and a
+	 * key of 226 make 255 bytes, written; a key of 227, refused. */
+	{
+		char key[300], name[300];
+
+		memset(key, 'k', 227);
+		key[226] = '\0';
+		snprintf(member, sizeof(member), "\"data\":{\"%s\":\"7\"}", key);
+		send(KR_EV_ADDED, "configmaps", "mon/long", sc_cm("mon", "long", NULL, member));
+		snprintf(name, sizeof(name), "namespace_mon.configmap_long.%s", key);
+		check(strlen(name) == 255 && holds_str(name, "7"));
+		key[226] = 'k';
+		key[227] = '\0';
+		snprintf(member, sizeof(member), "\"data\":{\"%s\":\"8\"}", key);
+		send(KR_EV_ADDED, "configmaps", "mon/long2", sc_cm("mon", "long2", NULL, member));
+		check(logged("unique file name (UNIQUE_FILENAMES) is longer than 255 bytes"));
+	}
+	return 0;
+}
+
+DIR_TEST(k8s_sidecar_sweep_scoped_to_each_namespace)
+{
+	struct kr_resource scopes[2];
+	char e[200];
+
+	memset(scopes, 0, sizeof(scopes));
+	check(kr_resource_lookup("configmaps", &scopes[0], e, sizeof(e)) == 0);
+	scopes[1] = scopes[0];
+	snprintf(scopes[0].ns, sizeof(scopes[0].ns), "mon");
+	snprintf(scopes[1].ns, sizeof(scopes[1].ns), "apps");
+	check(open_sidecar_sink(scopes, 2) == 0);
+	send(KR_EV_ADDED, "configmaps", "mon/a", sc_cm("mon", "a", NULL, "\"data\":{\"a\":\"1\"}"));
+	send(KR_EV_ADDED, "configmaps", "apps/b", sc_cm("apps", "b", NULL, "\"data\":{\"b\":\"2\"}"));
+	send(KR_EV_ADDED, "configmaps", "gone/c", sc_cm("gone", "c", NULL, "\"data\":{\"c\":\"3\"}"));
+	/* A restart: the manifest holds all three; mon syncs first with nothing. */
+	check(open_sidecar_sink(scopes, 2) == 0);
+	{
+		struct kr_event ev;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.type = KR_EV_SYNCED;
+		ev.resource = "configmaps";
+		ev.res = 0;
+		kr_dirsink_event(&D, &ev);
+	}
+	check(!exists(at("namespace_mon.configmap_a.a")));       /* mon's own: gone */
+	check(holds_str("namespace_apps.configmap_b.b", "2"));   /* apps': not mon's to judge */
+	check(!exists(at("namespace_gone.configmap_c.c")));      /* no resource covers it any more */
+	return 0;
+}
