@@ -181,20 +181,6 @@ size_t kr_client_struct_size(void)
 
 /* --- where to connect ------------------------------------------------------------------ */
 
-/* Parses a whole decimal number in [lo, hi]; -1 if it is not one. */
-static long parse_num(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return -1;
-	v = strtol(s, &end, 10);
-	if (*end || v < lo || v > hi)
-		return -1;
-	return v;
-}
-
 /* https://host[:port][/] or http://...; IPv6 literals in brackets. */
 static int parse_server(const char *url, struct kr_conn_cfg *cfg, int *plain)
 {
@@ -238,7 +224,7 @@ static int parse_server(const char *url, struct kr_conn_cfg *cfg, int *plain)
 			return -1;
 		memcpy(num, port, plen);
 		num[plen] = '\0';
-		pn = parse_num(num, 1, 65535);
+		pn = kr_parse_num(num, 1, 65535);
 		if (pn < 0)
 			return -1;
 		p = port + plen;

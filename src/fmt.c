@@ -1,6 +1,7 @@
 #include "fmt.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "port.h"
@@ -229,4 +230,17 @@ void kr_out_put(struct kr_out *o, const char *s, size_t n)
 void kr_out_str(struct kr_out *o, const char *s)
 {
 	kr_out_put(o, s, strlen(s));
+}
+
+long kr_parse_num(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	v = strtol(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		return -1;
+	return v;
 }

@@ -21,6 +21,9 @@ int kr_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 /* Formats into a bounded line buffer and writes it to fd; returns the length written or -1. */
 int kr_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A decimal number in [lo, hi] (strtol's syntax, nothing after it); -1 if s is not one. */
+long kr_parse_num(const char *s, long lo, long hi);
+
 /*
  * A bounded output cursor: appends while the text fits, then remembers the
  * overflow instead of writing past the end (later appends do nothing), so

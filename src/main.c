@@ -274,20 +274,6 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-/* Parses a whole decimal number in [lo, hi]; -1 if it is not one. */
-static long parse_num(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return -1;
-	v = strtol(s, &end, 10);
-	if (*end || v < lo || v > hi)
-		return -1;
-	return v;
-}
-
 static void on_signal(struct kr_loop *l, int sig, void *arg)
 {
 	(void)arg;
@@ -470,19 +456,19 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			else
 				return usage_error("--gzip must be on or off, not '%s'", v);
 		} else if ((v = value_of(argc, argv, &i, "--page-size", NULL))) {
-			long n = parse_num(v, 1, 100000);
+			long n = kr_parse_num(v, 1, 100000);
 
 			if (n < 0)
 				return usage_error("--page-size must be a number from 1 to 100000, not '%s'", v);
 			o->cfg.page_size = (int)n;
 		} else if ((v = value_of(argc, argv, &i, "--resync", NULL))) {
-			long n = parse_num(v, 0, KR_RESYNC_MAX_S);
+			long n = kr_parse_num(v, 0, KR_RESYNC_MAX_S);
 
 			if (n < 0)
 				return usage_error("--resync must be 0 to %d seconds, not '%s'", KR_RESYNC_MAX_S, v);
 			o->cfg.resync_s = (int)n;
 		} else if ((v = value_of(argc, argv, &i, "--initial-events-timeout", NULL))) {
-			long n = parse_num(v, 1, 3600);
+			long n = kr_parse_num(v, 1, 3600);
 
 			if (n < 0)
 				return usage_error("--initial-events-timeout must be 1 to 3600 seconds, not '%s'", v);
@@ -530,7 +516,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (colon[1] == '@' && colon[2]) {
 				o->notify.signal_pidfile = colon + 2;
 			} else {
-				long pid = parse_num(colon + 1, 1, 0x7fffffff);
+				long pid = kr_parse_num(colon + 1, 1, 0x7fffffff);
 
 				if (pid < 0)
 					return usage_error("--signal: '%s' is not a pid or @pidfile", colon + 1);
@@ -554,7 +540,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--on-change must be signal or restart, not '%s'", v);
 			o->sup_flag = "--on-change";
 		} else if ((v = value_of(argc, argv, &i, "--grace", NULL))) {
-			long n = parse_num(v, 0, 3600);
+			long n = kr_parse_num(v, 0, 3600);
 
 			if (n < 0)
 				return usage_error("--grace must be 0 to 3600 seconds, not '%s'", v);
@@ -565,25 +551,25 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--state-dir is too long: '%.40s...'", v);
 			o->cfg.state_dir = v;  /* "" turns a compiled-in default off */
 		} else if ((v = value_of(argc, argv, &i, "--state-interval", NULL))) {
-			long n = parse_num(v, 1, 86400);
+			long n = kr_parse_num(v, 1, 86400);
 
 			if (n < 0)
 				return usage_error("--state-interval must be 1 to 86400 seconds, not '%s'", v);
 			o->cfg.state_interval_s = (int)n;
 		} else if ((v = value_of(argc, argv, &i, "--max-stale", NULL))) {
-			long n = parse_num(v, 0, 86400L * 3650);
+			long n = kr_parse_num(v, 0, 86400L * 3650);
 
 			if (n < 0)
 				return usage_error("--max-stale must be a number of seconds, not '%s'", v);
 			o->cfg.max_stale_s = n;
 		} else if ((v = value_of(argc, argv, &i, "--debounce", NULL))) {
-			long n = parse_num(v, 0, 3600000);
+			long n = kr_parse_num(v, 0, 3600000);
 
 			if (n < 0)
 				return usage_error("--debounce must be 0 to 3600000 milliseconds, not '%s'", v);
 			o->notify.debounce_ms = (int)n;
 		} else if ((v = value_of(argc, argv, &i, "--watch-idle-timeout", NULL))) {
-			long n = parse_num(v, 1, 86400);
+			long n = kr_parse_num(v, 1, 86400);
 
 			if (n < 0)
 				return usage_error("--watch-idle-timeout must be 1 to 86400 seconds, not '%s'", v);
@@ -597,7 +583,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--listen-token-file needs a file%s", "");
 			o->serve.token_file = v;
 		} else if ((v = value_of(argc, argv, &i, "--listen-max-conns", NULL))) {
-			long n = parse_num(v, 1, KR_SERVE_MAX_CONNS);
+			long n = kr_parse_num(v, 1, KR_SERVE_MAX_CONNS);
 
 			if (n < 0)
 				return usage_error("--listen-max-conns must be 1 to %d (KR_SERVE_MAX_CONNS), not '%s'",
@@ -606,19 +592,19 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 		} else if (strcmp(a, "--serve-secrets") == 0) {
 			o->serve.serve_secrets = 1;
 		} else if ((v = value_of(argc, argv, &i, "--readyz-max-silence", NULL))) {
-			long n = parse_num(v, 1, 86400);
+			long n = kr_parse_num(v, 1, 86400);
 
 			if (n < 0)
 				return usage_error("--readyz-max-silence must be 1 to 86400 seconds, not '%s'", v);
 			o->serve.ready_silence_ms = (int)n * 1000;
 		} else if ((v = value_of(argc, argv, &i, "--listen-idle-timeout", NULL))) {
-			long n = parse_num(v, 1, 3600);
+			long n = kr_parse_num(v, 1, 3600);
 
 			if (n < 0)
 				return usage_error("--listen-idle-timeout must be 1 to 3600 seconds, not '%s'", v);
 			o->serve.idle_ms = (int)n * 1000;
 		} else if ((v = value_of(argc, argv, &i, "--listen-bookmark-interval", NULL))) {
-			long n = parse_num(v, 1, 3600);
+			long n = kr_parse_num(v, 1, 3600);
 
 			if (n < 0)
 				return usage_error("--listen-bookmark-interval must be 1 to 3600 seconds, not '%s'", v);
@@ -628,20 +614,20 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 		} else if (strcmp(a, "--once") == 0) {
 			o->once = 1;
 		} else if ((v = value_of(argc, argv, &i, "--timeout", NULL))) {
-			long n = parse_num(v, 1, 86400);
+			long n = kr_parse_num(v, 1, 86400);
 
 			if (n < 0)
 				return usage_error("--timeout must be 1 to 86400 seconds, not '%s'", v);
 			o->timeout_s = (int)n;
 		} else if ((v = value_of(argc, argv, &i, "--verbosity", "-v"))) {
-			long n = parse_num(v, 0, 3);
+			long n = kr_parse_num(v, 0, 3);
 
 			if (n < 0)
 				return usage_error("--verbosity must be 0 to 3, not '%s'", v);
 			o->verbosity = (int)n;
 			o->cfg.log_level = (int)n;
 		} else if ((v = value_of(argc, argv, &i, "--max-objects", NULL))) {
-			long n = parse_num(v, 1, (long)KR_MAX_OBJECTS_CEILING);
+			long n = kr_parse_num(v, 1, (long)KR_MAX_OBJECTS_CEILING);
 
 			if (n < 0)
 				return usage_error("--max-objects must be 1 to %u, not '%s'",
@@ -863,7 +849,7 @@ int main(int argc, char **argv)
 			const char *v;
 
 			if ((v = value_of(argc, argv, &j, "--max-objects", NULL)))
-				o.cfg.max_objects = (size_t)parse_num(v, 0, (long)KR_MAX_OBJECTS_CEILING + 1);
+				o.cfg.max_objects = (size_t)kr_parse_num(v, 0, (long)KR_MAX_OBJECTS_CEILING + 1);
 			else if ((v = value_of(argc, argv, &j, "--arena-bytes", NULL)))
 				o.cfg.arena_bytes = (size_t)parse_bytes(v);
 			else if ((v = value_of(argc, argv, &j, "--memory", NULL)))
