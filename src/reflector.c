@@ -633,6 +633,8 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
 	/* The tail is named with the first body bytes (check_output), when it is free. */
 	kr_json_framer_init(&r->framer);
+	/* A watch stream is one event per line: a line cut short is a broken stream. */
+	kr_json_framer_set_lines(&r->framer, r->status == 200);
 	kr_json_items_init(&r->items);
 	r->scratch = NULL;
 	r->scratch_cap = 0;
@@ -853,8 +855,11 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 				    r->phase == KR_PH_WATCH)
 					return -1;
 			} else if (res < 0) {
-				kr_log(KR_LOG_ERROR, "%s: malformed watch stream: %s", r->res.name,
-				       r->framer.error ? r->framer.error : "?");
+				kr_log(KR_LOG_ERROR, "%s: unable to read the watch stream: %s; dropping it, "
+				       "%s%s", r->res.name, r->framer.error ? r->framer.error : "?",
+				       r->phase == KR_PH_WATCH ? "watching again from resourceVersion "
+							       : "falling back to a list",
+				       r->phase == KR_PH_WATCH ? r->last_rv : "");
 				r->stream_error = 1;
 				return -1;
 			} else {

@@ -1688,6 +1688,130 @@ def t_malformed_stream(s):
     check(after >= 0.75, "re-watch %.2f s after a malformed stream, expected a backoff" % after)
 
 
+# ---- a watch event cut short (issue 16, defect 1): half a line, its newline, then whole events.
+# kreflect must drop the stream with a clear error, re-watch from the last event it applied
+# (no relist), get the cut event whole, and go on with the events after it.
+
+def cut_event_rewatches(s, at, resource="configmaps", watch_list="off", row=1):
+    path = NS_PATH if resource == "configmaps" else "/apis/apps/v1/namespaces/default/deployments"
+
+    def make(name):
+        if resource == "deployments":
+            # A number with several digits to cut inside (ConfigMaps carry none).
+            return s.ctl.create(resource, "default", name, spec={"replicas": 12345})["resourceVersion"]
+        return s.ctl.create(resource, "default", name)["resourceVersion"]
+
+    def want():
+        st = s.ctl.state(resource=resource, namespace="default")["objects"]
+        return {k.split("/", 1)[1]: v["resourceVersion"] for k, v in st.items()}
+
+    def reqs():
+        return [e for e in s.ctl.log() if e["path"] == path]
+
+    s.server("--bookmark-interval", 0)
+    make("a")
+    rv0 = s.rv()
+    kr = s.kreflect("--watch-list", watch_list,
+                    resources=("deployments.apps",) if resource == "deployments" else ("configmaps",))
+    kr.wait_synced()
+    s.ctl.wait_watches(1, timeout=10)
+    time.sleep(1.1)                 # not a "very short watch" when dropped
+    # The next event whole, the one after it cut (on `row` watches in a row), then whole ones.
+    s.ctl.fault(kind="cut_event", at=at, after_events=1, watch=True, count=1, match=path)
+    s.ctl.drop_watches()
+    wait_until(lambda: len(reqs()) >= (3 if watch_list == "off" else 2), 10, "the re-watch")
+    rv_b = make("b")
+    kr.wait_event("ADDED", "b")
+    if row > 1:
+        # The next watches' first event cut too (that is, the same event again).
+        s.ctl.fault(kind="cut_event", at=at, after_events=0, watch=True, count=row - 1, match=path)
+    t_cut = time.monotonic()
+    make("c")                       # cut
+    make("d")                       # whole, on the same stream
+    kr.wait_event("ADDED", "c", timeout=5 + 8 * row)
+    kr.wait_event("ADDED", "d", timeout=5)
+    took = time.monotonic() - t_cut
+    make("e")                       # after the re-watch
+    kr.wait_event("ADDED", "e", timeout=10)
+    last = {}
+
+    def converged():
+        m, _ = kr.mirror()
+        last["got"] = {k: o["metadata"].get("resourceVersion") for k, o in m.items()}
+        last["want"] = want()
+        return last["got"] == last["want"]
+    try:
+        wait_until(converged, 10, "the mirror to match the server")
+    except Fail:
+        raise Fail("mirror %s, server %s" % (last.get("got"), last.get("want"))) from None
+    _, anomalies = kr.mirror()
+    check(not anomalies, "event stream: %s" % anomalies[:4])
+    check(not kr.bad, "kreflect printed lines that are not JSON: %r" % kr.bad[:2])
+    for n in ("c", "d", "e"):
+        evs = [e["type"] for e in kr.events_for(n)]
+        check(evs == ["ADDED"], "%s: events %s, expected one ADDED" % (n, evs))
+    names = [e["object"]["metadata"]["name"] for e in kr.snapshot() if e.get("type") == "ADDED"]
+    check(names.index("c") < names.index("d") < names.index("e"), "order of the events: %s" % names)
+    err = kr.stderr()
+    check(err.count("unable to read the watch stream") == row,
+          "expected %d 'unable to read the watch stream' error(s): %s" % (row, kr.stderr_tail()))
+    check(took < late(4 + 7 * row), "the cut event arrived %.1f s after it was made" % took)
+    s.settle()
+    r = reqs()
+    first = [L(rv="0", limit=500), W(rv0)] if watch_list == "off" else [WL()]
+    # Every re-watch starts at b, the last event applied: nothing skipped, no relist.
+    expect_requests(r, first + [W(rv0)] + [W(rv_b)] * (row - 1) + [W(rv_b, status="open")])
+
+
+@scenario("CutEventRewatches/string", 6)
+def t_cut_event_string(s):
+    cut_event_rewatches(s, "string")
+
+
+@scenario("CutEventRewatches/number", 6)
+def t_cut_event_number(s):
+    cut_event_rewatches(s, "number", resource="deployments")
+
+
+@scenario("CutEventRewatches/before-newline", 6)
+def t_cut_event_newline(s):
+    cut_event_rewatches(s, "newline")
+
+
+@scenario("CutEventRewatches/control-byte", 6)
+def t_cut_event_control(s):
+    cut_event_rewatches(s, "control")
+
+
+@scenario("CutEventRewatches/watch-list", 6)
+def t_cut_event_watch_list(s):
+    cut_event_rewatches(s, "string", watch_list="on")
+
+
+@scenario("CutEventRewatches/three-in-a-row", 16)
+def t_cut_event_row(s):
+    cut_event_rewatches(s, "newline", row=3)
+
+
+@scenario("CutEventDuringWatchListFallsBack", 6)
+def t_cut_event_initial(s):
+    """A cut event among a watch-list's initial events: the stream is dropped
+    and the resource listed instead (watch-list not remembered as unsupported);
+    the mirror is exact and later events arrive."""
+    s.server("--initial", 5)
+    s.ctl.fault(kind="cut_event", at="string", after_events=2, watch=True, count=1)
+    kr = s.kreflect()
+    kr.wait_synced(timeout=10)
+    check(kr.synced()[0]["count"] == 5, "SYNCED %s" % kr.synced()[0])
+    s.create("x")
+    kr.wait_event("ADDED", "x")
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), L(rv="0", limit=500), W(ANY, status="open")])
+    check("unable to read the watch stream" in kr.stderr(), "no error line: %s" % kr.stderr_tail())
+    check("does not support watch-list" not in kr.stderr(), "watch-list remembered as unsupported")
+
+
 @scenario("ListCutMidBody", 4)
 def t_list_cut(s):
     s.server("--initial", 30, "--initial-size", 500)
