@@ -29,7 +29,8 @@ void kr_reflector_opts_default(struct kr_reflector_opts *o)
 	o->watch_list = KR_WL_AUTO;
 	o->page_size = 500;
 	o->initial_events_timeout_ms = 30000;
-	o->idle_default_ms = 120000;
+	/* kube-apiserver bookmarks about every 60 s: a stall shows within 70 s. */
+	o->idle_default_ms = 65000;
 	o->min_watch_timeout_s = 300;
 }
 
@@ -373,12 +374,17 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	}
 }
 
-/* The adaptive read-idle deadline never drops below 30 s (or the configured default, if lower). */
-static int64_t idle_floor(const struct kr_reflector *r)
+/* Every watch in progress takes the server's read-idle deadline (cadence.h). */
+static void watches_take_cadence(struct kr_reflect *top)
 {
-	int64_t d = r->top->opts.idle_default_ms;
+	int i, ms = kr_cadence_idle_ms(&top->cadence);
 
-	return d < 30000 ? d : 30000;
+	for (i = 0; i < top->nrefl; i++) {
+		struct kr_reflector *r = &top->refl[i];
+
+		if ((r->phase == KR_PH_WATCH || r->phase == KR_PH_WATCHLIST) && r->conn.have_request)
+			kr_conn_set_idle_timeout(&r->conn, ms);
+	}
 }
 
 /* Handles one framed watch event in the scratch area. Returns < 0 to end the stream. */
@@ -436,14 +442,12 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		if (ann >= 0)
 			ann = kr_json_find_key(json, t, n, ann, INITIAL_EVENTS_END,
 					       sizeof(INITIAL_EVENTS_END) - 1);
-		if (r->last_bookmark) {
-			int64_t gap = now - r->last_bookmark;
-
-			if (gap > r->bookmark_gap_ms)
-				r->bookmark_gap_ms = gap;
-			/* Twice the longest gap seen, plus a margin, never below 30 s. */
-			gap = 2 * r->bookmark_gap_ms + 5000;
-			kr_conn_set_idle_timeout(&r->conn, (int)(gap < idle_floor(r) ? idle_floor(r) : gap));
+		/* Gaps within one stream only: the server's timer restarts with each watch. */
+		if (r->last_bookmark && kr_cadence_saw_gap(&top->cadence, now - r->last_bookmark)) {
+			kr_log(KR_LOG_DEBUG, "%s: bookmarks every %lld ms or more; watches are dropped "
+			       "after %d ms without a byte", r->res.name, (long long)kr_cadence_get(&top->cadence),
+			       kr_cadence_idle_ms(&top->cadence));
+			watches_take_cadence(top);
 		}
 		r->last_bookmark = now;
 		if (r->phase == KR_PH_WATCHLIST) {
@@ -1264,9 +1268,9 @@ static void request(struct kr_reflector *r, int kind)
 		r->events = 0;
 		r->bookmark_seen = 0;
 		r->last_bookmark = 0;
-		r->bookmark_gap_ms = 0;
 		r->skipped = 0;
-		req.idle_timeout_ms = top->opts.idle_default_ms;
+		/* The cadence is the server's, kept across re-watches: not reset here. */
+		req.idle_timeout_ms = kr_cadence_idle_ms(&top->cadence);
 		if (kind == REQ_WATCHLIST) {
 			r->gen++;
 			r->watch_lists++;
@@ -1429,6 +1433,7 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 	top->refl = refl;
 	top->nrefl = n;
 	kr_rand_seed(&top->rand, 0);
+	kr_cadence_init(&top->cadence, opts->idle_default_ms);
 	for (i = 0; i < n; i++) {
 		struct kr_reflector *r = &refl[i];
 

@@ -19,6 +19,7 @@
 
 #include "auth.h"
 #include "backoff.h"
+#include "cadence.h"
 #include "conn.h"
 #include "json.h"
 #include "kreflect_config.h"
@@ -42,7 +43,8 @@ struct kr_reflector_opts {
 	int resync_ms;                 /* 0: off */
 	int keep_managed_fields;
 	int initial_events_timeout_ms; /* quiet time allowed before the end bookmark */
-	int idle_default_ms;           /* read-idle deadline before any bookmark */
+	int idle_default_ms;           /* read-idle deadline before the bookmark cadence is
+					  known, and its ceiling (cadence.h) */
 	int min_watch_timeout_s;       /* timeoutSeconds in [min, 2*min) */
 	int once;                      /* stop the loop after every resource synced once */
 };
@@ -117,8 +119,7 @@ struct kr_reflector {
 	kr_ms_t watch_start;
 	unsigned long events;          /* events in this watch */
 	int propagate;                 /* ADDED events move last_rv */
-	kr_ms_t last_bookmark;
-	int64_t bookmark_gap_ms;       /* longest gap between bookmarks seen */
+	kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
 	struct kr_json_framer framer;
 	struct kr_json_items items;
 	char *scratch;
@@ -150,6 +151,7 @@ struct kr_reflect {
 	struct kr_conn_cfg conn_cfg;
 	struct kr_auth *auth;          /* bearer token (re-read from its file), or NULL */
 	int watch_list_unsupported;    /* remembered for this server */
+	struct kr_cadence cadence;     /* this server's bookmark cadence: kr_cadence_get/set */
 	struct kr_reflector *tail_user; /* the last to name the store's free tail */
 	struct kr_rand rand;
 	struct kr_reflector *refl;     /* caller-owned array */
