@@ -1090,6 +1090,7 @@ class WatchSession:
 
     def stall(self, seconds):
         """Send nothing for `seconds` (None: until the client goes away)."""
+        self.entry.setdefault("stalled_at", time.time())   # when the silence began (the log shows it)
         end = None if seconds is None else time.monotonic() + float(seconds)
         while end is None or time.monotonic() < end:
             self.check_abort()

@@ -1253,6 +1253,90 @@ def t_idle_deadline(s):
                                                               kr.synced()[0]["resourceVersion"]))
 
 
+# ---- a stalled stream (issue 16, defect 2): no bytes, no bookmarks, connection open. kreflect
+# must notice within 70 s on the very first watch (65 s default deadline: kube-apiserver
+# bookmarks about every 60 s), and within 30 s (the floor) once the server has shown a short
+# cadence, also on a re-watch (the cadence is the server's, not the stream's). Measured from
+# the moment the server fell silent (its request log's stalled_at) to the re-watch request.
+
+def stall_detected(s, kr, n_before, low, high, what):
+    r = s.wait_reqs(n_before + 1, timeout=high + 15, what="the re-watch after the stall (%s)" % what)
+    stalled = r[n_before - 1]
+    check("stalled_at" in stalled, "the server did not stall request %d: %s" % (n_before, describe(stalled)))
+    took = r[n_before]["time"] - stalled["stalled_at"]
+    with open(os.path.join(s.dir, "stall-detected.txt"), "a") as f:
+        f.write("%s: re-watch %.2f s after the server fell silent (bounds %.0f to %.0f s)\n" % (what, took, low, high))
+    check(low <= took <= high, "%s: re-watch %.1f s after the server fell silent, expected %.0f to %.0f s"
+          % (what, took, low, high))
+    check(r[n_before]["query"].get("resourceVersion") == kr.synced()[-1]["resourceVersion"] or
+          req_kind(r[n_before]) == "W", "not a re-watch: %s" % describe(r[n_before]))
+    check("read-idle deadline" in kr.stderr(), "stderr does not say why the watch was dropped")
+    return r, took
+
+
+@scenario("StallAtSyncNoticedWithin70s", 72)
+def t_stall_at_sync(s):
+    """The server falls silent right after the watch-list's initial events
+    and end bookmark, on the very first watch: nothing is known about its
+    bookmarks yet, so the 65 s default deadline applies (was 120 s)."""
+    s.server("--initial", 2)                       # bookmarks every 60 s: none come before the stall
+    s.ctl.fault(kind="stall_watch", after_events=3, watch=True, count=1)
+    kr = s.kreflect()
+    kr.wait_synced()
+    s.create("during-stall")
+    r, took = stall_detected(s, kr, 1, 64, 65 + late(5), "first watch, cadence unknown")
+    kr.wait_event("ADDED", "during-stall", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), W(ANY, status="open")])
+    check(r[1]["query"]["resourceVersion"] == kr.synced()[0]["resourceVersion"],
+          "re-watch at %s, expected the sync's %s" % (r[1]["query"]["resourceVersion"],
+                                                      kr.synced()[0]["resourceVersion"]))
+
+
+@scenario("StallMidStreamLearnedCadence", 45)
+def t_stall_mid_stream(s):
+    """Bookmarks every 2 s, live events, then silence in the middle of the
+    stream: the learnt cadence (2 x 2 s + 5 s, raised to the 30 s floor)
+    notices it in 30 s, not the 65 s default."""
+    s.server("--initial", 2, "--bookmark-interval", 2)
+    # 2 ADDED + end bookmark + 2 live events + 3 periodic bookmarks, then silence.
+    s.ctl.fault(kind="stall_watch", after_events=8, watch=True, count=1)
+    kr = s.kreflect()
+    kr.wait_synced()
+    s.create("live1")
+    s.create("live2")
+    kr.wait_event("ADDED", "live2")
+    r = s.wait_reqs(1)
+    wait_until(lambda: "stalled_at" in s.reqs()[0], 15, "the stall")
+    s.create("during-stall")
+    r, took = stall_detected(s, kr, 1, 29, 30 + late(5), "mid-stream, cadence 2 s")
+    kr.wait_event("ADDED", "during-stall", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), W(ANY, status="open")])
+
+
+@scenario("StallAfterRewatchKeepsCadence", 45)
+def t_stall_after_rewatch(s):
+    """The cadence learnt on the first stream (bookmarks every 2 s) holds for
+    the next one: a re-watch that gets no byte at all is dropped after 30 s,
+    not after the default (it was reset with every request before)."""
+    s.server("--initial", 2, "--bookmark-interval", 2)
+    kr = s.kreflect()
+    kr.wait_synced()
+    time.sleep(5)                                  # two gaps between periodic bookmarks seen
+    s.ctl.fault(kind="stall_watch", after_events=0, watch=True, count=1)
+    s.ctl.drop_watches()
+    r = s.wait_reqs(2)
+    s.create("during-stall")
+    r, took = stall_detected(s, kr, 2, 29, 30 + late(5), "re-watch, cadence learnt before")
+    kr.wait_event("ADDED", "during-stall", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), W(ANY), W(ANY, status="open")])
+
+
 @scenario("WatchListUnsupportedServer", 4)
 def t_watchlist_unsupported(s):
     s.server("--no-watch-list", "--initial", 3)

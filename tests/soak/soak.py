@@ -120,7 +120,7 @@ BASELINE_S = 120.0
 RSS_TOLERANCE_KB = 64
 NO_FAULT_BEFORE_END_S = 90.0
 INITIAL_EVENTS_TIMEOUT_S = 20   # kreflect gives up on a watch-list after 10 x this at most
-FAULT_PATIENCE_S = 240.0       # a backoff (up to 30 s x [1, 2)) and then a stall (120 s idle deadline)
+FAULT_PATIENCE_S = 240.0       # a backoff (up to 30 s x [1, 2)) and then a stall (65 s idle deadline at most)
 CONVERGE_TIMEOUT_S = 180.0
 BOOKMARK_INTERVAL_S = 10
 
