@@ -72,7 +72,19 @@ int kr_port_resolve_finish(int fd, uint16_t port, struct kr_addr *out, int max,
 			   int abandon);
 
 /*
- * Opens a non-blocking TCP socket (TCP_NODELAY, keepalive on) and starts a
+ * TCP keepalive on every socket, so that the kernel finds a dead peer or a
+ * dead link by itself: the first probe after 30 s without a byte either way,
+ * then one every 10 s, and the connection fails when 3 go unanswered (60 s
+ * after the last byte). Data sent and not acknowledged for 60 s fails it too
+ * (TCP_USER_TIMEOUT), where the platform has these options.
+ */
+#define KR_PORT_KEEPALIVE_IDLE_S 30
+#define KR_PORT_KEEPALIVE_INTERVAL_S 10
+#define KR_PORT_KEEPALIVE_COUNT 3
+#define KR_PORT_USER_TIMEOUT_MS 60000
+
+/*
+ * Opens a non-blocking TCP socket (TCP_NODELAY, keepalive as above) and starts a
  * connect to addr. Returns the descriptor (>= 0) or KR_IO_ERR. Completion is
  * signalled by writability; kr_port_connect_result then tells the outcome.
  */

@@ -49,6 +49,11 @@ static const unsigned char structural[256] = {
 	['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1,
 };
 
+/* The same in line mode, where a newline inside an object ends it too early. */
+static const unsigned char structural_lines[256] = {
+	['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1, ['\n'] = 1,
+};
+
 #define ONES ((size_t)-1 / 255)
 #define HIGHS (ONES * 0x80)
 /* Nonzero if some byte of word v is zero (exact as a yes/no, whatever the byte order). */
@@ -76,23 +81,52 @@ static const char *string_stop(const char *p, const char *end)
 }
 
 /*
+ * As string_stop, and also at a control byte (below 0x20), which JSON never
+ * allows raw inside a string: in a line-delimited stream it means the string
+ * was cut and the next line's bytes are being read as its contents.
+ */
+static const char *string_stop_ctl(const char *p, const char *end)
+{
+	while ((size_t)(end - p) >= sizeof(size_t)) {
+		size_t v;
+
+		memcpy(&v, p, sizeof(v));
+		if (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | HAS_LESS(v, 0x20))
+			break;
+		p += sizeof(size_t);
+	}
+	while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+
+/*
  * Advances f through buf[0..len) of the value being framed: an object or
  * array (state F_VALUE, depth 0 before its opening bracket) or a lone string
  * (state F_STRING, depth 0). Returns the bytes that belong to the value and
- * sets *done when its last byte was among them.
+ * sets *done when its last byte was among them. In line mode (f->lines) a
+ * newline outside strings or a control byte inside one stops it with
+ * *done = -1 and f->error set; the bad byte is not counted.
  */
 static size_t scan(struct kr_json_framer *f, const char *buf, size_t len, int *done)
 {
 	const char *p = buf, *end = buf + len;
 	size_t depth = f->depth;
 	unsigned char st = f->state;
+	const unsigned char *stops = f->lines ? structural_lines : structural;
 
 	*done = 0;
 	while (p < end) {
 		if (st == F_STRING) {
-			p = string_stop(p, end);
+			p = f->lines ? string_stop_ctl(p, end) : string_stop(p, end);
 			if (p == end)
 				break;
+			if ((unsigned char)*p < 0x20) {
+				f->error = *p == '\n' ? "a newline inside a string: the event was cut short"
+						      : "a control byte inside a string";
+				*done = -1;
+				break;
+			}
 			if (*p++ == '\\') {
 				st = F_ESC;
 			} else {
@@ -104,16 +138,29 @@ static size_t scan(struct kr_json_framer *f, const char *buf, size_t len, int *d
 			}
 		} else if (st == F_ESC) {
 			/* Whatever follows a backslash cannot end the string. */
+			if (f->lines && (unsigned char)*p < 0x20) {
+				f->error = *p == '\n' ? "a newline inside a string: the event was cut short"
+						      : "a control byte inside a string";
+				*done = -1;
+				break;
+			}
 			p++;
 			st = F_STRING;
 		} else {
 			char c;
 
-			while (p < end && !structural[(unsigned char)*p])
+			while (p < end && !stops[(unsigned char)*p])
 				p++;
 			if (p == end)
 				break;
-			c = *p++;
+			c = *p;
+			if (c == '\n') {
+				/* Only in line mode: the apiserver ends each event with one. */
+				f->error = "a newline inside an object: the event was cut short";
+				*done = -1;
+				break;
+			}
+			p++;
 			if (c == '"') {
 				st = F_STRING;
 			} else if (c == '{' || c == '[') {
@@ -189,6 +236,11 @@ void kr_json_framer_init(struct kr_json_framer *f)
 	f->state = F_BETWEEN;
 }
 
+void kr_json_framer_set_lines(struct kr_json_framer *f, int on)
+{
+	f->lines = on ? 1 : 0;
+}
+
 void kr_json_framer_set_output(struct kr_json_framer *f, char *dst, size_t cap)
 {
 	f->dst = dst;
@@ -239,6 +291,11 @@ int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
 		begin(f, F_VALUE);
 	}
 	n = scan(f, buf + p, len - p, &done);
+	if (done < 0) {
+		/* Counted up to the bad byte, which is where the caller should look. */
+		*consumed = p + n;
+		return framer_fail(f, KR_EPROTO, f->error);
+	}
 	if (done && buf[p + n - 1] != '}') {
 		*consumed = p + n - 1;
 		return framer_fail(f, KR_EPROTO, "']' closes an object");

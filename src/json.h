@@ -4,7 +4,8 @@
  *
  * The framers are resumable state machines fed whatever bytes arrived. They
  * find object boundaries by structure (depth of {} and [], strings, backslash
- * escapes), never by newlines, and copy each object into an output buffer the
+ * escapes), not by newlines (in line mode a newline inside an object is an
+ * error, never a boundary), and copy each object into an output buffer the
  * caller names with its capacity (in kreflect, the arena's free tail), so an
  * object is copied once and a list of 10,000 items costs one item of memory.
  * An object larger than the capacity is skipped to its end and reported with
@@ -60,10 +61,20 @@ struct kr_json_framer {
 	int err;               /* the sticky error code once failed */
 	unsigned char state;
 	unsigned char overflow; /* the current object no longer fits in dst */
+	unsigned char lines;    /* line mode: see kr_json_framer_set_lines */
 };
 
 /* Prepares f for a new stream, with no output buffer (every object is skipped). */
 void kr_json_framer_init(struct kr_json_framer *f);
+
+/*
+ * Line mode (on != 0), for a watch stream, where the apiserver writes one
+ * object per line: a newline inside an unfinished object, or a control byte
+ * (below 0x20) inside a string, is KR_EPROTO. Structure alone would read an
+ * event cut short as the start of a longer one and swallow every event after
+ * it; this stops at the cut. Off (the default) allows any JSON whitespace.
+ */
+void kr_json_framer_set_lines(struct kr_json_framer *f, int on);
 
 /*
  * Names the caller's buffer dst[0..cap) that the next object is copied into

@@ -32,7 +32,8 @@ void kr_reflector_opts_default(struct kr_reflector_opts *o)
 	o->watch_list = KR_WL_AUTO;
 	o->page_size = 500;
 	o->initial_events_timeout_ms = 30000;
-	o->idle_default_ms = 120000;
+	/* kube-apiserver bookmarks about every 60 s: a stall shows within 70 s. */
+	o->idle_default_ms = 65000;
 	o->min_watch_timeout_s = 300;
 	o->gzip = 1;
 }
@@ -443,12 +444,17 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	}
 }
 
-/* The adaptive read-idle deadline never drops below 30 s (or the configured default, if lower). */
-static int64_t idle_floor(const struct kr_reflector *r)
+/* Every watch in progress takes the server's read-idle deadline (cadence.h). */
+static void watches_take_cadence(struct kr_reflect *top)
 {
-	int64_t d = r->top->opts.idle_default_ms;
+	int i, ms = kr_cadence_idle_ms(&top->cadence);
 
-	return d < 30000 ? d : 30000;
+	for (i = 0; i < top->nrefl; i++) {
+		struct kr_reflector *r = &top->refl[i];
+
+		if ((r->phase == KR_PH_WATCH || r->phase == KR_PH_WATCHLIST) && r->conn.have_request)
+			kr_conn_set_idle_timeout(&r->conn, ms);
+	}
 }
 
 /* Handles one framed watch event in the scratch area. Returns < 0 to end the stream. */
@@ -506,14 +512,12 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		if (ann >= 0)
 			ann = kr_json_find_key(json, t, n, ann, INITIAL_EVENTS_END,
 					       sizeof(INITIAL_EVENTS_END) - 1);
-		if (r->last_bookmark) {
-			int64_t gap = now - r->last_bookmark;
-
-			if (gap > r->bookmark_gap_ms)
-				r->bookmark_gap_ms = gap;
-			/* Twice the longest gap seen, plus a margin, never below 30 s. */
-			gap = 2 * r->bookmark_gap_ms + 5000;
-			kr_conn_set_idle_timeout(&r->conn, (int)(gap < idle_floor(r) ? idle_floor(r) : gap));
+		/* Gaps within one stream only: the server's timer restarts with each watch. */
+		if (r->last_bookmark && kr_cadence_saw_gap(&top->cadence, now - r->last_bookmark)) {
+			kr_log(KR_LOG_DEBUG, "%s: bookmarks every %lld ms or more; watches are dropped "
+			       "after %d ms without a byte", r->res.name, (long long)kr_cadence_get(&top->cadence),
+			       kr_cadence_idle_ms(&top->cadence));
+			watches_take_cadence(top);
 		}
 		r->last_bookmark = now;
 		if (r->phase == KR_PH_WATCHLIST) {
@@ -719,6 +723,8 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 		warm_synced(r, 0);
 	/* The tail is named with the first body bytes (check_output), when it is free. */
 	kr_json_framer_init(&r->framer);
+	/* A watch stream is one event per line: a line cut short is a broken stream. */
+	kr_json_framer_set_lines(&r->framer, r->status == 200);
 	kr_json_items_init(&r->items);
 	r->scratch = NULL;
 	r->scratch_cap = 0;
@@ -939,8 +945,11 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 				    r->phase == KR_PH_WATCH)
 					return -1;
 			} else if (res < 0) {
-				kr_log(KR_LOG_ERROR, "%s: malformed watch stream: %s", r->res.name,
-				       r->framer.error ? r->framer.error : "?");
+				kr_log(KR_LOG_ERROR, "%s: unable to read the watch stream: %s; dropping it, "
+				       "%s%s", r->res.name, r->framer.error ? r->framer.error : "?",
+				       r->phase == KR_PH_WATCH ? "watching again from resourceVersion "
+							       : "falling back to a list",
+				       r->phase == KR_PH_WATCH ? r->last_rv : "");
 				r->stream_error = 1;
 				return -1;
 			} else {
@@ -1403,16 +1412,10 @@ static void request(struct kr_reflector *r, int kind)
 		r->events = 0;
 		r->bookmark_seen = 0;
 		r->last_bookmark = 0;
-		r->bookmark_gap_ms = 0;
 		r->skipped = 0;
 		r->skipped_known = 0;
-		req.idle_timeout_ms = top->opts.idle_default_ms;
-		if (r->restored_gap_ms > 0) {
-			/* The cadence learned before the restart, until this server shows its own. */
-			int64_t gap = 2 * r->restored_gap_ms + 5000;
-
-			req.idle_timeout_ms = (int)(gap < idle_floor(r) ? idle_floor(r) : gap);
-		}
+		/* The cadence is the server's, kept across re-watches (and restored from a snapshot). */
+		req.idle_timeout_ms = kr_cadence_idle_ms(&top->cadence);
 		if (kind == REQ_WATCHLIST) {
 			r->gen++;
 			r->watch_lists++;
@@ -1592,6 +1595,7 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 	top->nrefl = n;
 	kr_rand_seed(&top->rand, 0);
 	kr_inflate_init(&top->gz, KR_INFLATE_MAX_OUTPUT, KR_INFLATE_MAX_RATIO);
+	kr_cadence_init(&top->cadence, opts->idle_default_ms);
 	for (i = 0; i < n; i++) {
 		struct kr_reflector *r = &refl[i];
 
@@ -1638,7 +1642,9 @@ void kr_reflect_restore(struct kr_reflect *top, int i, const char *rv, int64_t b
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->restored = 1;
 	r->restored_synced = counts_as_synced;
-	r->restored_gap_ms = bookmark_gap_ms;
+	/* The cadence the server showed before the restart, until it shows it again. */
+	if (bookmark_gap_ms > kr_cadence_get(&top->cadence))
+		kr_cadence_set(&top->cadence, bookmark_gap_ms);
 }
 
 static void restored_fn(void *arg, const struct kr_store_view *v)

@@ -19,6 +19,7 @@
 
 #include "auth.h"
 #include "backoff.h"
+#include "cadence.h"
 #include "conn.h"
 #include "inflate.h"
 #include "json.h"
@@ -42,7 +43,8 @@ struct kr_reflector_opts {
 	int resync_ms;                 /* 0: off */
 	int keep_managed_fields;
 	int initial_events_timeout_ms; /* quiet time allowed before the end bookmark */
-	int idle_default_ms;           /* read-idle deadline before any bookmark */
+	int idle_default_ms;           /* read-idle deadline before the bookmark cadence is
+					  known, and its ceiling (cadence.h) */
 	int min_watch_timeout_s;       /* timeoutSeconds in [min, 2*min) */
 	int once;                      /* stop the loop after every resource synced once */
 	int gzip;                      /* ask for gzip LIST bodies (default 1; watches never) */
@@ -135,8 +137,7 @@ struct kr_reflector {
 	kr_ms_t watch_start;
 	unsigned long events;          /* events in this watch */
 	int propagate;                 /* ADDED events move last_rv */
-	kr_ms_t last_bookmark;
-	int64_t bookmark_gap_ms;       /* longest gap between bookmarks seen */
+	kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
 	struct kr_json_framer framer;
 	struct kr_json_items items;
 	char *scratch;
@@ -159,7 +160,6 @@ struct kr_reflector {
 	int restored;                  /* started from a state snapshot, not yet confirmed live */
 	int restored_synced;           /* the restored mirror counts as synced if the server
 					  does not answer (--max-stale) */
-	int64_t restored_gap_ms;       /* the bookmark cadence the snapshot remembered */
 	unsigned long lists, watch_lists, watches, relists, errors;
 	unsigned long restarts[KR_RS_N]; /* watches ended, by reason */
 	unsigned long expired;         /* 410 Gone/Expired: answers and ERROR events */
@@ -183,6 +183,7 @@ struct kr_reflect {
 	struct kr_reflector *gzip_user; /* the reflector whose list uses gz */
 	/* One inflater for all: one gzip list at a time, the others list plain. */
 	struct kr_inflate gz;
+	struct kr_cadence cadence;     /* this server's bookmark cadence: kr_cadence_get/set */
 	struct kr_reflector *tail_user; /* the last to name the store's free tail */
 	struct kr_rand rand;
 	struct kr_reflector *refl;     /* caller-owned array */

@@ -735,9 +735,8 @@ static void wr_res_records(struct kr_state *st)
 		b[1] = (unsigned char)rvlen;
 		put16(b + 2, (uint32_t)i);
 		put32(b + 4, (uint32_t)kr_store_count(top->store, i));
-		/* The bookmark cadence is learned per watch (reflector.h): the longest known. */
-		put64(b + 8, (uint64_t)(rf->bookmark_gap_ms > rf->restored_gap_ms ? rf->bookmark_gap_ms
-										   : rf->restored_gap_ms));
+		/* The bookmark cadence is the server's (cadence.h): the same for every resource. */
+		put64(b + 8, (uint64_t)kr_cadence_get(&top->cadence));
 		st->crc = 0;
 		wr(st, b, sizeof(b));
 		wr(st, rf->last_rv, rvlen);

@@ -229,11 +229,20 @@ int kr_port_tcp_connect(const struct kr_addr *addr)
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 #ifdef TCP_KEEPIDLE
 	{
-		int idle = 30, intvl = 10, cnt = 3;
+		int idle = KR_PORT_KEEPALIVE_IDLE_S, intvl = KR_PORT_KEEPALIVE_INTERVAL_S;
+		int cnt = KR_PORT_KEEPALIVE_COUNT;
 
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	}
+#endif
+#ifdef TCP_USER_TIMEOUT
+	{
+		/* A request sent into a dead link is not retransmitted for 15 minutes. */
+		unsigned int ut = KR_PORT_USER_TIMEOUT_MS;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
 	}
 #endif
 	if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {

@@ -458,8 +458,10 @@ static void zap(kr_ms_t now)
 		kr_sim_sock_freeze(s, now + ms);
 	} else if (r < 85)
 		kr_sim_server_zap(s, KR_SIM_EV_ERROR, codes[kr_sim_below(sizeof(codes) / sizeof(codes[0]))]);
-	else if (r < 93)
+	else if (r < 89)
 		kr_sim_server_zap(s, KR_SIM_EV_GARBAGE, 0);
+	else if (r < 93)
+		kr_sim_server_zap(s, KR_SIM_EV_CUT, 0);
 	else
 		kr_sim_server_zap(s, KR_SIM_EV_BAD_CHUNK, 0);
 }
@@ -694,7 +696,8 @@ static void flaky(int watch, int watch_list, struct kr_sim_fault *f)
 	} else if (r < 78) {
 		f->ev_fault = KR_SIM_EV_END;
 	} else if (r < 81) {
-		f->ev_fault = KR_SIM_EV_GARBAGE;
+		/* A line that is not JSON, or (watches) one that is cut short. */
+		f->ev_fault = watch && r == 80 ? KR_SIM_EV_CUT : KR_SIM_EV_GARBAGE;
 	} else if (r < 84) {
 		f->ev_fault = KR_SIM_EV_BAD_CHUNK;
 	} else if (r < 88) {
@@ -739,8 +742,9 @@ void kr_sim_chaos_request(const char *target, int watch, int watch_list, int reu
 		/* After at least one event or item: a stream that delivered something is not
 		 * a "very short watch", so only the handling of the broken body paces retries. */
 		static const int broken[] = { KR_SIM_EV_BAD_CHUNK, KR_SIM_EV_GARBAGE, KR_SIM_EV_END };
+		static const int broken_watch[] = { KR_SIM_EV_BAD_CHUNK, KR_SIM_EV_GARBAGE, KR_SIM_EV_CUT };
 
-		f->ev_fault = broken[kr_sim_below(watch ? 2 : 3)];
+		f->ev_fault = watch ? broken_watch[kr_sim_below(3)] : broken[kr_sim_below(3)];
 		f->ev_after = (int)kr_sim_range(1, 4);
 		break;
 	}

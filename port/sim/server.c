@@ -1105,7 +1105,13 @@ static void watch_end(int s)
 		hang_up(s, 0);
 }
 
-/* Applies the plan's watch fault. Returns 1 if the response ended (or the connection). */
+static size_t watch_next(int s, size_t n, kr_ms_t now, int *ended);
+
+/*
+ * Applies the plan's watch fault. Returns 1 if the response ended (or the
+ * connection), 0 if it wrote and the stream goes on, -1 if it could do
+ * nothing yet (a cut with no line to cut).
+ */
 static int watch_fault(int s)
 {
 	struct conn *c = &conns[s];
@@ -1142,6 +1148,35 @@ static int watch_fault(int s)
 			kr_sim_sock_verdict(s, kr_sim_sock_written(s), kr_sim_sock_written(s) + 5, c->req_kind,
 					    0, "watch stream not JSON");
 		return emit(s, "13\r\nthis is not JSON {\n\r\n", 25) != 0;
+	case KR_SIM_EV_CUT: {
+		int ended = 0;
+		size_t len = watch_next(s, 0, kr_port_now_ms(), &ended), k;
+		uint64_t at;
+		int h;
+
+		if (len < 3) {
+			/* Nothing to cut yet: the next line will be (-1: nothing done, no progress). */
+			c->ev_fault_done = ended;
+			if (!ended)
+				return -1;
+			watch_end(s);
+			return 1;
+		}
+		c->events++;
+		/* At least its last '}' is missing, so the line cannot be a whole object. */
+		k = 1 + (size_t)kr_sim_below(len - 2);
+		piece[k] = '\n';
+		kr_sim_trace("fd %d: fault: event %d cut after %zu of its %zu bytes", 100 + s, c->events, k, len);
+		/* One chunk; the client stops at the newline that ends the cut line. */
+		at = kr_sim_sock_written(s);
+		h = snprintf(framed, sizeof(framed), "%zx\r\n", k + 1);
+		if (c->req_kind == REQ_WATCH)
+			kr_sim_sock_verdict(s, at, at + (uint64_t)h + k + 1, c->req_kind, 0, "watch event cut short");
+		memcpy(framed + h, piece, k + 1);
+		memcpy(framed + h + k + 1, "\r\n", 2);
+		/* The stream goes on with whole events (the client is gone by then). */
+		return emit(s, framed, (size_t)h + k + 3) != 0;
+	}
 	case KR_SIM_EV_BAD_CHUNK:
 		kr_sim_trace("fd %d: fault: bad chunk after %d events", 100 + s, c->events);
 		/* As for a stream that is not JSON (DESIGN: "likewise a framing or chunking error");
@@ -1224,7 +1259,7 @@ static int watch_pump(int s, kr_ms_t now)
 {
 	struct conn *c = &conns[s];
 	size_t n = 0;
-	int ended = 0, wrote = 0;
+	int ended = 0, wrote = 0, r;
 
 	if (c->too_old) {
 		c->f.ev_fault = KR_SIM_EV_ERROR;
@@ -1240,9 +1275,11 @@ static int watch_pump(int s, kr_ms_t now)
 			if (n && body(s, piece, n) != 0)
 				return 1;
 			n = 0;
-			if (watch_fault(s))
+			r = watch_fault(s);
+			if (r > 0)
 				return 1;
-			wrote = 1;
+			if (r == 0)
+				wrote = 1;
 		}
 		if (n + KR_SIM_OBJECT_MAX + 256 > sizeof(piece))
 			break;

@@ -225,6 +225,7 @@ enum kr_sim_evfault {
 	KR_SIM_EV_GARBAGE,             /* a line that is not JSON */
 	KR_SIM_EV_BAD_CHUNK,           /* a chunk header that is not hex, then silence */
 	KR_SIM_EV_RESET,               /* the connection is reset */
+	KR_SIM_EV_CUT,                 /* watch: the next line cut short, its newline, then whole lines */
 };
 
 struct kr_sim_fault {

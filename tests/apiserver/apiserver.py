@@ -889,6 +889,50 @@ class _Abort(Exception):
     """End the stream without the terminating chunk and close the connection."""
 
 
+def cut_line(line, at):
+    """An event line broken the way a truncating proxy or a buggy server breaks
+    one, still ended by its newline: cut inside a string ("string": in the
+    object's resourceVersion), inside a number ("number": the first one with
+    two digits or more, else after the first digit; the line must have one),
+    just before the newline ("newline": the last '}' missing), or whole with a
+    raw control byte inside a string ("control": in the object's name)."""
+    body = line[:-1] if line.endswith(b"\n") else line
+    if at == "newline":
+        return body[:-1] + b"\n"
+    if at == "string":
+        i = body.find(b'"resourceVersion":"')
+        i = i + len(b'"resourceVersion":"') + 1 if i >= 0 else len(body) // 2
+        return body[:i] + b"\n"
+    if at == "control":
+        i = body.find(b'"name":"') + len(b'"name":"')
+        return body[:i + 1] + b"\x01" + body[i + 1:] + b"\n"
+    # number: outside strings, the first run of digits
+    in_str = esc = False
+    first = None
+    for i, ch in enumerate(body):
+        c = chr(ch)
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c.isdigit():
+            j = i
+            while j < len(body) and chr(body[j]).isdigit():
+                j += 1
+            if j - i >= 2:
+                return body[:i + (j - i) // 2] + b"\n"
+            if first is None:
+                first = i + 1
+    if first is None:
+        raise ValueError("cut_event at number: the event has no number")
+    return body[:first] + b"\n"
+
+
 class WatchSession:
     """One watch stream, run on its connection's thread."""
 
@@ -899,12 +943,13 @@ class WatchSession:
         self.st = conn.state
         self.flt = opts.filter
         self.wfaults = sorted((f for f in faults if f["kind"] in ("stall_watch", "garbage", "bad_chunk",
-                                                                  "watch_error", "end_watch")),
+                                                                  "watch_error", "end_watch", "cut_event")),
                               key=lambda f: f["after_events"])
         self.iee = next((f for f in faults if f["kind"] == "initial_events_end"), None)
         self.batch = []
         self.events = 0
         self.cursor = 0
+        self.cut, self.cut_left = None, 0     # a cut_event fault in force
         self.drop_gen = self.st.drop_gen
 
     def run(self):
@@ -1039,6 +1084,11 @@ class WatchSession:
 
     def emit(self, line):
         self._fire_faults()
+        if self.cut is not None and not line.startswith(b'{"type":"BOOKMARK"'):
+            line = cut_line(line, self.cut["at"])
+            self.cut_left -= 1
+            if self.cut_left <= 0:
+                self.cut = None
         self.batch.append(line)
         self.events += 1
         if len(self.batch) >= self.BATCH:
@@ -1078,6 +1128,8 @@ class WatchSession:
             self.stall(f.get("seconds"))
         elif kind == "end_watch":
             raise _EndClean()
+        elif kind == "cut_event":
+            self.cut, self.cut_left = f, f["events"]
         elif kind == "watch_error":
             if "object" in f:
                 obj = f["object"]
@@ -1095,6 +1147,7 @@ class WatchSession:
 
     def stall(self, seconds):
         """Send nothing for `seconds` (None: until the client goes away)."""
+        self.entry.setdefault("stalled_at", time.time())   # when the silence began (the log shows it)
         end = None if seconds is None else time.monotonic() + float(seconds)
         while end is None or time.monotonic() < end:
             self.check_abort()

@@ -674,8 +674,10 @@ def _managed_fields(old, rtype, content, manager, ts):
 FAULT_KINDS = {
     "close_after", "stall", "stall_watch", "garbage", "bad_chunk", "status", "unauthorized",
     "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch", "pause_after",
-    "slow", "bad_gzip", "content_encoding",
+    "slow", "bad_gzip", "content_encoding", "cut_event",
 }
+
+CUT_AT = ("string", "number", "newline", "control")
 
 
 def validate_fault(spec):
@@ -713,7 +715,14 @@ def validate_fault(spec):
         f.update(kind="status", code=401)
     if k == "expired":
         f.update(kind="status", code=410)
-    if k in ("stall_watch", "garbage", "bad_chunk", "watch_error", "end_watch"):
+    if k == "cut_event":
+        f.setdefault("at", "string")
+        if f["at"] not in CUT_AT:
+            raise ValueError("cut_event \"at\" must be one of %s" % list(CUT_AT))
+        f.setdefault("events", 1)
+        if not isinstance(f["events"], int) or f["events"] < 1:
+            raise ValueError("cut_event \"events\" must be an integer >= 1")
+    if k in ("stall_watch", "garbage", "bad_chunk", "watch_error", "end_watch", "cut_event"):
         f.setdefault("after_events", 0)
         if not isinstance(f["after_events"], int) or f["after_events"] < 0:
             raise ValueError("after_events must be an integer >= 0")

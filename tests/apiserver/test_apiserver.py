@@ -682,6 +682,51 @@ class TestFaults(Base):
         self.assertEqual(w.next_line(), b"this is not JSON {\n")
         self.assertEqual(w.next_event()["object"]["metadata"]["name"], "b")
 
+    def test_cut_event(self):
+        rv0 = self.rv()
+        self.make("f-cut", "a", "b", "c")
+        for at in ("string", "newline", "control"):
+            self.ctl.fault(kind="cut_event", after_events=1, at=at, match="f-cut")
+            c = self.client()
+            w = c.watch(NS % "f-cut" + "?watch=1&resourceVersion=%d" % rv0)
+            self.assertEqual(w.next_event()["object"]["metadata"]["name"], "a")
+            line = w.next_line()
+            self.assertTrue(line.endswith(b"\n") and line.count(b"\n") == 1, (at, line))
+            self.assertRaises(ValueError, json.loads, line)
+            if at == "control":
+                self.assertIn(b'"name":"b\x01"', line)
+                self.assertEqual(json.loads(line.replace(b"\x01", b""))["object"]["metadata"]["name"], "b")
+            elif at == "newline":
+                self.assertEqual(json.loads(line[:-1] + b"}")["object"]["metadata"]["name"], "b")
+            else:
+                self.assertTrue(line.startswith(b'{"type":"ADDED"') and b'"resourceVersion":"' in line, line)
+            # The stream goes on with whole events.
+            self.assertEqual(w.next_event()["object"]["metadata"]["name"], "c")
+            c.close()
+        # Several in a row.
+        self.ctl.fault(kind="cut_event", after_events=0, events=2, match="f-cut")
+        c = self.client()
+        w = c.watch(NS % "f-cut" + "?watch=1&resourceVersion=%d" % rv0)
+        self.assertRaises(ValueError, json.loads, w.next_line())
+        self.assertRaises(ValueError, json.loads, w.next_line())
+        self.assertEqual(w.next_event()["object"]["metadata"]["name"], "c")
+        c.close()
+        # Inside a number: a Deployment's replicas.
+        drv = self.rv()
+        self.ctl.create("deployments", "f-cut", "d")
+        self.ctl.update("deployments", "f-cut", "d", spec={"replicas": 12345})
+        self.ctl.fault(kind="cut_event", after_events=1, at="number", match="deployments")
+        c = self.client()
+        w = c.watch("/apis/apps/v1/namespaces/f-cut/deployments?watch=1&resourceVersion=%d" % drv)
+        self.assertEqual(w.next_event()["type"], "ADDED")
+        line = w.next_line()
+        self.assertTrue(line.startswith(b'{"type":"MODIFIED"') and line.endswith(b"\n"), line)
+        self.assertRaises(ValueError, json.loads, line)
+        self.assertRegex(line.decode(), r"[0-9]\n$")
+        c.close()
+        with self.assertRaises(ControlError):
+            self.ctl.fault(kind="cut_event", at="middle")
+
     def test_invalid_chunk_size(self):
         rv0 = self.rv()
         self.make("f-chunk", "a")

@@ -233,10 +233,13 @@ static void build_stream(unsigned long nevents, size_t span, struct expect *e)
 
 /*
  * Feeds the wire in READ_BYTES reads through the HTTP parser and the framer,
- * the way conn.c and reflector.c do. hash: also FNV-1a every object (the check
+ * the way conn.c and reflector.c do (line mode, as for a watch; pipe_lines). hash: also FNV-1a every object (the check
  * pass); parse: also tokenize every object with kr_json_parse; frame 0: stop
  * after the HTTP parser (g->object_bytes then counts decoded body bytes).
  */
+/* Line mode, as the reflector frames a watch stream; 0 for the structure-only variant. */
+static int pipe_lines = 1;
+
 static void run_pipeline(int hash, int parse, int frame, struct got *g)
 {
 	struct kr_http_resp r;
@@ -247,6 +250,7 @@ static void run_pipeline(int hash, int parse, int frame, struct got *g)
 	g->hash = FNV_SEED;
 	kr_http_resp_init(&r);
 	kr_json_framer_init(&f);
+	kr_json_framer_set_lines(&f, pipe_lines);
 	kr_json_framer_set_output(&f, out, sizeof(out));
 	while (off < wire_len && !g->done) {
 		size_t len = wire_len - off < READ_BYTES ? wire_len - off : READ_BYTES;
@@ -381,11 +385,11 @@ static void check(const struct got *g, const struct expect *e, int with_hash, co
 		     what, (unsigned long long)g->hash, (unsigned long long)e->hash);
 }
 
-enum { M_PIPE, M_DECODE, M_PARSE, M_MEMCHR, M_MEMCPY, M_N };
+enum { M_PIPE, M_DECODE, M_PARSE, M_MEMCHR, M_MEMCPY, M_NOLINES, M_N };
 
 static const char *const m_names[M_N] = {
 	"decoder+framer", "decoder only (no framer)", "decoder+framer+kr_json_parse",
-	"memchr (absent byte)", "memcpy (16 KiB reads)",
+	"memchr (absent byte)", "memcpy (16 KiB reads)", "decoder+framer, no line mode",
 };
 
 static void measure(const char *name, unsigned long nevents, size_t span, int repeats)
@@ -422,12 +426,16 @@ static void measure(const char *name, unsigned long nevents, size_t span, int re
 				run_pipeline(0, 0, 0, &g);
 			else if (m == M_PARSE)
 				run_pipeline(0, 1, 1, &g);
-			else if (m == M_MEMCHR)
+			else if (m == M_NOLINES) {
+				pipe_lines = 0;
+				run_pipeline(0, 0, 1, &g);
+				pipe_lines = 1;
+			} else if (m == M_MEMCHR)
 				run_memchr();
 			else
 				run_memcpy();
 			t[m][k] = now_s() - t0;
-			if (m == M_PIPE || m == M_PARSE)
+			if (m == M_PIPE || m == M_PARSE || m == M_NOLINES)
 				check(&g, &e, 0, name);
 			else if (m == M_DECODE && (g.why || g.object_bytes != body_bytes))
 				fail("%s: decoder alone gave %llu body bytes, generated %llu (%s)", name,
@@ -460,6 +468,10 @@ static void measure(const char *name, unsigned long nevents, size_t span, int re
 	printf("  ratio decoder+framer : memcpy = %.3f : 1 (median of %d paired rounds; "
 	       "ratio of medians %.3f)\n", median(pair_cpy, repeats), repeats,
 	       med[M_MEMCPY] / med[M_PIPE]);
+	for (k = 0; k < repeats; k++)
+		pair_cpy[k] = t[M_PIPE][k] / t[M_NOLINES][k];
+	printf("  ratio decoder+framer in line mode : structure only = %.3f : 1 (time; median of %d "
+	       "paired rounds)\n", median(pair_cpy, repeats), repeats);
 	printf("  cost: decoder+framer %.2f ns/byte, memchr %.3f ns/byte, "
 	       "kr_json_parse adds %.0f ns/event\n",
 	       med[M_PIPE] * 1e9 / (double)wire_len, med[M_MEMCHR] * 1e9 / (double)wire_len,

@@ -1253,6 +1253,90 @@ def t_idle_deadline(s):
                                                               kr.synced()[0]["resourceVersion"]))
 
 
+# ---- a stalled stream (issue 16, defect 2): no bytes, no bookmarks, connection open. kreflect
+# must notice within 70 s on the very first watch (65 s default deadline: kube-apiserver
+# bookmarks about every 60 s), and within 30 s (the floor) once the server has shown a short
+# cadence, also on a re-watch (the cadence is the server's, not the stream's). Measured from
+# the moment the server fell silent (its request log's stalled_at) to the re-watch request.
+
+def stall_detected(s, kr, n_before, low, high, what):
+    r = s.wait_reqs(n_before + 1, timeout=high + 15, what="the re-watch after the stall (%s)" % what)
+    stalled = r[n_before - 1]
+    check("stalled_at" in stalled, "the server did not stall request %d: %s" % (n_before, describe(stalled)))
+    took = r[n_before]["time"] - stalled["stalled_at"]
+    with open(os.path.join(s.dir, "stall-detected.txt"), "a") as f:
+        f.write("%s: re-watch %.2f s after the server fell silent (bounds %.0f to %.0f s)\n" % (what, took, low, high))
+    check(low <= took <= high, "%s: re-watch %.1f s after the server fell silent, expected %.0f to %.0f s"
+          % (what, took, low, high))
+    check(r[n_before]["query"].get("resourceVersion") == kr.synced()[-1]["resourceVersion"] or
+          req_kind(r[n_before]) == "W", "not a re-watch: %s" % describe(r[n_before]))
+    check("read-idle deadline" in kr.stderr(), "stderr does not say why the watch was dropped")
+    return r, took
+
+
+@scenario("StallAtSyncNoticedWithin70s", 72)
+def t_stall_at_sync(s):
+    """The server falls silent right after the watch-list's initial events
+    and end bookmark, on the very first watch: nothing is known about its
+    bookmarks yet, so the 65 s default deadline applies (was 120 s)."""
+    s.server("--initial", 2)                       # bookmarks every 60 s: none come before the stall
+    s.ctl.fault(kind="stall_watch", after_events=3, watch=True, count=1)
+    kr = s.kreflect()
+    kr.wait_synced()
+    s.create("during-stall")
+    r, took = stall_detected(s, kr, 1, 64, 65 + late(5), "first watch, cadence unknown")
+    kr.wait_event("ADDED", "during-stall", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), W(ANY, status="open")])
+    check(r[1]["query"]["resourceVersion"] == kr.synced()[0]["resourceVersion"],
+          "re-watch at %s, expected the sync's %s" % (r[1]["query"]["resourceVersion"],
+                                                      kr.synced()[0]["resourceVersion"]))
+
+
+@scenario("StallMidStreamLearnedCadence", 45)
+def t_stall_mid_stream(s):
+    """Bookmarks every 2 s, live events, then silence in the middle of the
+    stream: the learnt cadence (2 x 2 s + 5 s, raised to the 30 s floor)
+    notices it in 30 s, not the 65 s default."""
+    s.server("--initial", 2, "--bookmark-interval", 2)
+    # 2 ADDED + end bookmark + 2 live events + 3 periodic bookmarks, then silence.
+    s.ctl.fault(kind="stall_watch", after_events=8, watch=True, count=1)
+    kr = s.kreflect()
+    kr.wait_synced()
+    s.create("live1")
+    s.create("live2")
+    kr.wait_event("ADDED", "live2")
+    r = s.wait_reqs(1)
+    wait_until(lambda: "stalled_at" in s.reqs()[0], 15, "the stall")
+    s.create("during-stall")
+    r, took = stall_detected(s, kr, 1, 29, 30 + late(5), "mid-stream, cadence 2 s")
+    kr.wait_event("ADDED", "during-stall", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), W(ANY, status="open")])
+
+
+@scenario("StallAfterRewatchKeepsCadence", 45)
+def t_stall_after_rewatch(s):
+    """The cadence learnt on the first stream (bookmarks every 2 s) holds for
+    the next one: a re-watch that gets no byte at all is dropped after 30 s,
+    not after the default (it was reset with every request before)."""
+    s.server("--initial", 2, "--bookmark-interval", 2)
+    kr = s.kreflect()
+    kr.wait_synced()
+    time.sleep(5)                                  # two gaps between periodic bookmarks seen
+    s.ctl.fault(kind="stall_watch", after_events=0, watch=True, count=1)
+    s.ctl.drop_watches()
+    r = s.wait_reqs(2)
+    s.create("during-stall")
+    r, took = stall_detected(s, kr, 2, 29, 30 + late(5), "re-watch, cadence learnt before")
+    kr.wait_event("ADDED", "during-stall", timeout=10)
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), W(ANY), W(ANY, status="open")])
+
+
 @scenario("WatchListUnsupportedServer", 4)
 def t_watchlist_unsupported(s):
     s.server("--no-watch-list", "--initial", 3)
@@ -1686,6 +1770,130 @@ def t_malformed_stream(s):
     # The garbage line came right after b (the server notices the close later).
     after = r[3]["time"] - kr.time_of("ADDED", "b")
     check(after >= 0.75, "re-watch %.2f s after a malformed stream, expected a backoff" % after)
+
+
+# ---- a watch event cut short (issue 16, defect 1): half a line, its newline, then whole events.
+# kreflect must drop the stream with a clear error, re-watch from the last event it applied
+# (no relist), get the cut event whole, and go on with the events after it.
+
+def cut_event_rewatches(s, at, resource="configmaps", watch_list="off", row=1):
+    path = NS_PATH if resource == "configmaps" else "/apis/apps/v1/namespaces/default/deployments"
+
+    def make(name):
+        if resource == "deployments":
+            # A number with several digits to cut inside (ConfigMaps carry none).
+            return s.ctl.create(resource, "default", name, spec={"replicas": 12345})["resourceVersion"]
+        return s.ctl.create(resource, "default", name)["resourceVersion"]
+
+    def want():
+        st = s.ctl.state(resource=resource, namespace="default")["objects"]
+        return {k.split("/", 1)[1]: v["resourceVersion"] for k, v in st.items()}
+
+    def reqs():
+        return [e for e in s.ctl.log() if e["path"] == path]
+
+    s.server("--bookmark-interval", 0)
+    make("a")
+    rv0 = s.rv()
+    kr = s.kreflect("--watch-list", watch_list,
+                    resources=("deployments.apps",) if resource == "deployments" else ("configmaps",))
+    kr.wait_synced()
+    s.ctl.wait_watches(1, timeout=10)
+    time.sleep(1.1)                 # not a "very short watch" when dropped
+    # The next event whole, the one after it cut (on `row` watches in a row), then whole ones.
+    s.ctl.fault(kind="cut_event", at=at, after_events=1, watch=True, count=1, match=path)
+    s.ctl.drop_watches()
+    wait_until(lambda: len(reqs()) >= (3 if watch_list == "off" else 2), 10, "the re-watch")
+    rv_b = make("b")
+    kr.wait_event("ADDED", "b")
+    if row > 1:
+        # The next watches' first event cut too (that is, the same event again).
+        s.ctl.fault(kind="cut_event", at=at, after_events=0, watch=True, count=row - 1, match=path)
+    t_cut = time.monotonic()
+    make("c")                       # cut
+    make("d")                       # whole, on the same stream
+    kr.wait_event("ADDED", "c", timeout=5 + 8 * row)
+    kr.wait_event("ADDED", "d", timeout=5)
+    took = time.monotonic() - t_cut
+    make("e")                       # after the re-watch
+    kr.wait_event("ADDED", "e", timeout=10)
+    last = {}
+
+    def converged():
+        m, _ = kr.mirror()
+        last["got"] = {k: o["metadata"].get("resourceVersion") for k, o in m.items()}
+        last["want"] = want()
+        return last["got"] == last["want"]
+    try:
+        wait_until(converged, 10, "the mirror to match the server")
+    except Fail:
+        raise Fail("mirror %s, server %s" % (last.get("got"), last.get("want"))) from None
+    _, anomalies = kr.mirror()
+    check(not anomalies, "event stream: %s" % anomalies[:4])
+    check(not kr.bad, "kreflect printed lines that are not JSON: %r" % kr.bad[:2])
+    for n in ("c", "d", "e"):
+        evs = [e["type"] for e in kr.events_for(n)]
+        check(evs == ["ADDED"], "%s: events %s, expected one ADDED" % (n, evs))
+    names = [e["object"]["metadata"]["name"] for e in kr.snapshot() if e.get("type") == "ADDED"]
+    check(names.index("c") < names.index("d") < names.index("e"), "order of the events: %s" % names)
+    err = kr.stderr()
+    check(err.count("unable to read the watch stream") == row,
+          "expected %d 'unable to read the watch stream' error(s): %s" % (row, kr.stderr_tail()))
+    check(took < late(4 + 7 * row), "the cut event arrived %.1f s after it was made" % took)
+    s.settle()
+    r = reqs()
+    first = [L(rv="0", limit=500), W(rv0)] if watch_list == "off" else [WL()]
+    # Every re-watch starts at b, the last event applied: nothing skipped, no relist.
+    expect_requests(r, first + [W(rv0)] + [W(rv_b)] * (row - 1) + [W(rv_b, status="open")])
+
+
+@scenario("CutEventRewatches/string", 6)
+def t_cut_event_string(s):
+    cut_event_rewatches(s, "string")
+
+
+@scenario("CutEventRewatches/number", 6)
+def t_cut_event_number(s):
+    cut_event_rewatches(s, "number", resource="deployments")
+
+
+@scenario("CutEventRewatches/before-newline", 6)
+def t_cut_event_newline(s):
+    cut_event_rewatches(s, "newline")
+
+
+@scenario("CutEventRewatches/control-byte", 6)
+def t_cut_event_control(s):
+    cut_event_rewatches(s, "control")
+
+
+@scenario("CutEventRewatches/watch-list", 6)
+def t_cut_event_watch_list(s):
+    cut_event_rewatches(s, "string", watch_list="on")
+
+
+@scenario("CutEventRewatches/three-in-a-row", 16)
+def t_cut_event_row(s):
+    cut_event_rewatches(s, "newline", row=3)
+
+
+@scenario("CutEventDuringWatchListFallsBack", 6)
+def t_cut_event_initial(s):
+    """A cut event among a watch-list's initial events: the stream is dropped
+    and the resource listed instead (watch-list not remembered as unsupported);
+    the mirror is exact and later events arrive."""
+    s.server("--initial", 5)
+    s.ctl.fault(kind="cut_event", at="string", after_events=2, watch=True, count=1)
+    kr = s.kreflect()
+    kr.wait_synced(timeout=10)
+    check(kr.synced()[0]["count"] == 5, "SYNCED %s" % kr.synced()[0])
+    s.create("x")
+    kr.wait_event("ADDED", "x")
+    s.check_mirror(kr)
+    s.settle()
+    expect_requests(s.reqs(), [WL(), L(rv="0", limit=500), W(ANY, status="open")])
+    check("unable to read the watch stream" in kr.stderr(), "no error line: %s" % kr.stderr_tail())
+    check("does not support watch-list" not in kr.stderr(), "watch-list remembered as unsupported")
 
 
 @scenario("ListCutMidBody", 4)

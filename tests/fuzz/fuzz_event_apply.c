@@ -7,7 +7,8 @@
  * folded event stream equal to the store).
  *
  * Independently, a simple reference reads the same input the way the watch
- * protocol says: frame each object, skip events of another kind, bookmarks,
+ * protocol says: frame each object (one per line: a newline inside one, or a
+ * control byte inside a string, is malformed), skip events of another kind, bookmarks,
  * unknown types and objects without a name; stop at an ERROR event or
  * malformed JSON; ADDED and MODIFIED put key -> resourceVersion and uid,
  * DELETED removes (the same resourceVersion again is no change unless both
@@ -139,6 +140,8 @@ static int ref_run(const uint8_t *data, size_t size)
 
 	nref = 0;
 	kr_json_framer_init(&f);
+	/* One event per line, as the apiserver writes them: a line cut short ends the stream. */
+	kr_json_framer_set_lines(&f, 1);
 	kr_json_framer_set_output(&f, frame_buf, sizeof(frame_buf));
 	while (size > 0) {
 		r = kr_json_framer_feed(&f, (const char *)data, size, &used);

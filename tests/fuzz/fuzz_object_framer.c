@@ -1,11 +1,13 @@
 /*
  * Fuzzes the object framer. Input: byte 0 chooses the output capacity, byte 1
- * seeds the piece sizes, the rest is the stream. The stream is framed twice:
+ * seeds the piece sizes (its low bit: line mode, as for a watch stream), the
+ * rest is the stream. The stream is framed twice:
  * whole with room for anything, and in pieces with the chosen capacity. Both
  * runs must agree object for object (an object over the capacity is skipped
  * with its true size and prefix), the output must never pass the capacity,
  * every framed object must frame to itself, and a stream that is one valid
- * JSON object must frame to exactly that object.
+ * JSON object must frame to exactly that object (in line mode: if it has no
+ * newline; an object framed in line mode never has one).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ static char big_out[BIG_CAP];
 static char small_out[512 + CANARY];
 static char again_out[BIG_CAP];
 static kr_json_tok toks[1 << 14];
+static int lines;          /* line mode for this input */
 
 static uint32_t rng_next(uint32_t *s)
 {
@@ -77,6 +80,7 @@ static int frame(const char *stream, size_t n, char *out, size_t cap, uint32_t s
 	int k = 0, r;
 
 	kr_json_framer_init(&f);
+	kr_json_framer_set_lines(&f, lines);
 	kr_json_framer_set_output(&f, out, cap);
 	if (out == small_out)
 		memset(small_out + cap, 0x5a, CANARY);
@@ -112,6 +116,8 @@ static int frame(const char *stream, size_t n, char *out, size_t cap, uint32_t s
 				abort();
 		} else if (r == KR_JSON_OBJECT) {
 			if (f.len > at - prev || memcmp(out, stream + at - f.len, f.len) != 0)
+				abort();
+			if (lines && memchr(out, '\n', f.len) != NULL)
 				abort();
 			check_reframes(out, f.len);
 		} else {
@@ -152,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	cap = data[0] < 200 ? data[0] : (size_t)(data[0] - 200) * 8;
 	seed = 0x9e3779b9u ^ data[1] ^ ((uint32_t)size << 8);
+	lines = data[1] & 1;
 	stream = (const char *)data + 2;
 	n = size - 2;
 
@@ -178,7 +185,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		int t = kr_json_parse(stream, n, toks, (int)(sizeof(toks) / sizeof(toks[0])));
 
-		if (t > 0) {
+		if (t > 0 && !(lines && memchr(stream + toks[0].start, '\n',
+					       (size_t)(toks[0].end - toks[0].start)) != NULL)) {
 			if (nw != 2 || whole[0].r != KR_JSON_OBJECT || whole[1].r != 100 ||
 			    whole[0].len != (size_t)toks[0].end - (size_t)toks[0].start ||
 			    whole[0].at != (size_t)toks[0].end)

@@ -106,6 +106,28 @@ static void bad_chunk(struct scenario *sc)
 }
 
 /*
+ * A watch event cut short (half its line, its newline, then whole events)
+ * was read by the framer as the start of one long object that swallowed
+ * every later event: nothing applied, logged or re-watched, for good. Issue
+ * 16, found by a black-box harness. Three watches in a row get a cut line
+ * after 1 event; each must be dropped and re-watched from the last event
+ * applied, and the mirror converge.
+ */
+static void cut_event(struct scenario *sc)
+{
+	struct kr_sim_fault f;
+
+	server(1, 1);
+	configmaps(3);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->opts.watch_list = KR_WL_OFF;
+	kr_sim_fault_none(&f);
+	f.ev_fault = KR_SIM_EV_CUT;
+	f.ev_after = 1;
+	script("watch=true", 1, 3, &f, NULL);
+}
+
+/*
  * A watch's DELETED for an object the store has but does not hold (a full
  * arena) must not reach the sinks: they were told DELETED when the store
  * dropped it. Found by seeds 5202, 5753 and 8623 with small arenas.
@@ -300,6 +322,18 @@ static const char *cut_once(const struct kr_reflect *top)
 	return NULL;
 }
 
+static const char *three_stream_errors(const struct kr_reflect *top)
+{
+	const struct kr_reflector *r = top->refl;
+
+	/* Each cut line ends its watch as a malformed stream: an error each, and no relist. */
+	if (r[0].errors != 3)
+		return "a cut event did not end its watch as a malformed stream";
+	if (r[0].lists != 1 || r[0].relists)
+		return "a cut event made it list again";
+	return NULL;
+}
+
 static const char *cut_reread(const struct kr_reflect *top)
 {
 	const struct kr_reflector *r = top->refl;
@@ -315,6 +349,8 @@ static const struct regression regressions[] = {
 	{ "continue-expired", "an object seen before the continue token expired, gone by the full list", continue_expired, NULL },
 	{ "dns-cache", "a reconnect within the DNS cache dialled 0.0.0.0", dns_cache, NULL },
 	{ "bad-chunk", "a watch with broken chunking was re-watched at once, forever", bad_chunk, NULL },
+	{ "cut-event", "a watch event cut short swallowed every later event, for good", cut_event,
+	  three_stream_errors },
 	{ "deleted-not-held", "a DELETED for an object not held went to the sinks a second time", deleted_not_held, NULL },
 	{ "token-rotated-in-flight", "a 401 after a rotation is retried at once, without a relist",
 	  token_rotated_in_flight, one_list },

@@ -120,7 +120,7 @@ BASELINE_S = 120.0
 RSS_TOLERANCE_KB = 64
 NO_FAULT_BEFORE_END_S = 90.0
 INITIAL_EVENTS_TIMEOUT_S = 20   # kreflect gives up on a watch-list after 10 x this at most
-FAULT_PATIENCE_S = 240.0       # a backoff (up to 30 s x [1, 2)) and then a stall (120 s idle deadline)
+FAULT_PATIENCE_S = 240.0       # a backoff (up to 30 s x [1, 2)) and then a stall (65 s idle deadline at most)
 CONVERGE_TIMEOUT_S = 180.0
 BOOKMARK_INTERVAL_S = 10
 
@@ -131,7 +131,7 @@ LOG_NOTES = (("watches closed and resumed", ": watch closed: "),
              ("objects lost to another resource's framing, re-read", "took the buffer of one in progress"),
              ("very short watches", ": very short watch"),
              ("Retry-After honoured", "retrying in "),
-             ("malformed streams", "malformed watch stream"),
+             ("malformed streams", "unable to read the watch stream"),
              ("unparsable events", "unable to parse a watch event"),
              ("401 retried with a new token", "401 Unauthorized; retrying"),
              ("syncs by watch-list", "by watch-list in"),

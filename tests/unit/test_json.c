@@ -118,6 +118,9 @@ static size_t piece_end(size_t at, size_t len, size_t split, int bytewise)
 	return at < split ? split : len;
 }
 
+/* Line mode for run_framer's framers (a watch stream: one object per line). */
+static int framer_lines;
+
 /*
  * Feeds in[0..len) to a fresh object framer with output capacity cap: whole
  * (split == len, bytewise 0), as two pieces cut at split, or one byte at a
@@ -134,6 +137,7 @@ static void run_framer(const char *in, size_t len, size_t cap, size_t split, int
 	t->n = 0;
 	t->text[0] = '\0';
 	kr_json_framer_init(&f);
+	kr_json_framer_set_lines(&f, framer_lines);
 	canary_set(cap);
 	kr_json_framer_set_output(&f, out, cap);
 	while (at < len) {
@@ -362,6 +366,137 @@ KR_TEST(json, framer_garbage_between_objects_is_a_sticky_error)
 	check(f.error && strstr(f.error, "closing bracket"));
 	check(kr_json_framer_feed(&f, "{}", 2, &used) == KR_EPROTO && used == 0);
 	check(kr_json_framer_eof(&f) == KR_EPROTO);
+	return 0;
+}
+
+/* --- line mode: a watch event cut short ------------------------------------------------ */
+
+/* The golden stream less EV_SPACES, whose object spans lines (kube-apiserver never does). */
+static const char line_stream[] =
+	EV_ADDED "\n" EV_BRACES EV_BACKSLASH "\r\n" EV_UNICODE "  \n\t" EV_NESTED "\n\n"
+	EV_EMPTY " " EV_ADDED "\n";
+static const char *const line_objects[] = {
+	EV_ADDED, EV_BRACES, EV_BACKSLASH, EV_UNICODE, EV_NESTED, EV_EMPTY, EV_ADDED,
+};
+
+KR_TEST(json, framer_lines_whole_events_every_split_and_bytewise)
+{
+	static struct transcript whole, want;
+	const char spaced[] = "{ \"a\" :\t1 ,\r\"b\":[ 2 ]}\n";
+
+	framer_lines = 1;
+	check(framer_same_every_way(line_stream, sizeof(line_stream) - 1, OUT_MAX, &whole));
+	expect_objects(&want, line_objects, sizeof(line_objects) / sizeof(line_objects[0]));
+	tr_fmt(&want, "EOF", 0, 0);
+	check(strcmp(whole.text, want.text) == 0);
+	/* Blanks other than a newline stay allowed inside an object. */
+	check(framer_same_every_way(spaced, sizeof(spaced) - 1, OUT_MAX, &whole));
+	check(strncmp(whole.text, "OBJECT 22 0\n", 12) == 0 && strstr(whole.text, "EOF 0 0\n"));
+	framer_lines = 0;
+	return 0;
+}
+
+/*
+ * A whole event, one cut at `cut` bytes and ended by its newline, then whole
+ * events again: in line mode the first comes out, then KR_EPROTO at the
+ * newline, however the bytes are split. Without it, the cut event swallows
+ * the ones after it (the defect this mode fixes).
+ */
+static int cut_event_fails_at_newline(const char *ev, size_t cut, const char *why)
+{
+	static char in[4 * OUT_MAX];
+	static struct transcript t;
+	char want[OUT_MAX + 64];
+	size_t len = strlen(ev), n = 0, nl;
+	struct kr_json_framer f;
+
+	memcpy(in + n, EV_ADDED "\n", sizeof(EV_ADDED));
+	n += sizeof(EV_ADDED);
+	memcpy(in + n, ev, cut);
+	n += cut;
+	nl = n;
+	in[n++] = '\n';
+	memcpy(in + n, EV_ADDED "\n" EV_ADDED "\n", 2 * sizeof(EV_ADDED));
+	n += 2 * sizeof(EV_ADDED);
+	(void)len;
+	framer_lines = 1;
+	if (!framer_same_every_way(in, n, OUT_MAX, &t))
+		return 0;
+	framer_lines = 0;
+	snprintf(want, sizeof(want), "OBJECT %zu 0\n%s\nERROR %d %zu\n", sizeof(EV_ADDED) - 1, EV_ADDED,
+		 KR_EPROTO, nl);
+	if (strcmp(t.text, want) != 0)
+		return 0;
+	/* The reason names the cut. */
+	kr_json_framer_init(&f);
+	kr_json_framer_set_lines(&f, 1);
+	kr_json_framer_set_output(&f, out, OUT_MAX);
+	{
+		size_t used, at = 0;
+
+		while (kr_json_framer_feed(&f, in + at, n - at, &used) > 0)
+			at += used;
+	}
+	return f.error && strstr(f.error, why) != NULL;
+}
+
+KR_TEST(json, framer_lines_cut_event_is_an_error_at_the_newline)
+{
+	const char *rv = strstr(EV_ADDED, "\"resourceVersion\":\"") + 20;
+	const char *num = strstr(EV_NESTED, "-1.5e3");
+
+	/* Inside a string (the resourceVersion), inside a key, inside a number. */
+	check(cut_event_fails_at_newline(EV_ADDED, (size_t)(rv + 2 - EV_ADDED), "newline inside a string"));
+	check(cut_event_fails_at_newline(EV_ADDED, 3, "newline inside a string"));
+	check(cut_event_fails_at_newline(EV_NESTED, (size_t)(num + 3 - EV_NESTED), "newline inside an object"));
+	/* Just before the newline: only the last '}' missing; between members; after '{'. */
+	check(cut_event_fails_at_newline(EV_ADDED, sizeof(EV_ADDED) - 2, "newline inside an object"));
+	check(cut_event_fails_at_newline(EV_NESTED, (size_t)(strchr(EV_NESTED, ',') + 1 - EV_NESTED),
+					 "newline inside an object"));
+	check(cut_event_fails_at_newline(EV_ADDED, 1, "newline inside an object"));
+	/* Right after a backslash, and inside an escape. */
+	check(cut_event_fails_at_newline(EV_BACKSLASH, (size_t)(strchr(EV_BACKSLASH, '\\') + 1 - EV_BACKSLASH),
+					 "newline inside a string"));
+	check(cut_event_fails_at_newline(EV_UNICODE, (size_t)(strstr(EV_UNICODE, "\\u00") + 3 - EV_UNICODE),
+					 "newline inside a string"));
+	return 0;
+}
+
+KR_TEST(json, framer_lines_several_cuts_stop_at_the_first)
+{
+	static struct transcript t;
+	const char in[] = "{\"type\":\"ADDED\",\"object\":{\"a\":\"x\n"
+			  "{\"type\":\"ADDED\",\"object\":{\"a\":1\n"
+			  "{\"type\":\"ADDED\",\"object\":{}}\n";
+
+	framer_lines = 1;
+	check(framer_same_every_way(in, sizeof(in) - 1, OUT_MAX, &t));
+	framer_lines = 0;
+	check(strcmp(t.text, "ERROR -5 32\n") == 0);
+	/* Without line mode the cut string runs on and the events after it are lost in it. */
+	check(framer_same_every_way(in, sizeof(in) - 1, OUT_MAX, &t));
+	check(strstr(t.text, "OBJECT") == NULL);
+	return 0;
+}
+
+KR_TEST(json, framer_lines_control_byte_in_a_string_is_an_error)
+{
+	static struct transcript t;
+	const char ctl[] = "{}\n{\"object\":{\"metadata\":{\"name\":\"a\x01" "b\"}}}\n{}\n";
+	const char tab[] = "{\"a\":\"tab\there, and more text to pass a word\"}\n";
+	const char esc[] = "{\"a\":\"x\\\x1f\"}\n";
+	const char del[] = "{\"a\":\"\x7f\x80\xff are not control bytes\"}\n";
+
+	framer_lines = 1;
+	check(framer_same_every_way(ctl, sizeof(ctl) - 1, OUT_MAX, &t));
+	check(strcmp(t.text, "OBJECT 2 0\n{}\nERROR -5 35\n") == 0);
+	check(framer_same_every_way(tab, sizeof(tab) - 1, OUT_MAX, &t));
+	check(strcmp(t.text, "ERROR -5 9\n") == 0);
+	check(framer_same_every_way(esc, sizeof(esc) - 1, OUT_MAX, &t));
+	check(strcmp(t.text, "ERROR -5 8\n") == 0);
+	check(framer_same_every_way(del, sizeof(del) - 1, OUT_MAX, &t));
+	check(strncmp(t.text, "OBJECT", 6) == 0 && strstr(t.text, "EOF 0 0\n"));
+	framer_lines = 0;
 	return 0;
 }
 
