@@ -10,12 +10,13 @@ ok() { pass=$((pass + 1)); echo "ok   $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Stripped x86_64 binary ceiling (bytes): today's size plus 2 %, so that growth is a
-# decision, not an accident; the README table has the real figures. Raised from
-# 367000 when the CLI moved onto the public library API (+12,288 bytes: the
-# client's own checks and messages), for gzip lists (src/inflate.c, +9,088 of
-# text) and for the local endpoint (--listen: src/serve.c, src/http_server.c,
-# +36,840).
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-425000}
+# decision, not an accident; the README table has the real figures. 359,360 bytes
+# before the library API (+12,288: the client's own checks and messages), gzip lists
+# (src/inflate.c, +9,088 of text), the local endpoint (--listen: src/serve.c,
+# src/http_server.c, +36,840), the state directory (src/state.c) and k8s-sidecar
+# mode (src/sidecar_env.c, +20,480); 455,000 is the merged binary (445,376) plus 2 %. Issue
+# #20's 300 KB needs a profile without some of them (not done yet).
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-455000}
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect
