@@ -806,7 +806,7 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 		so.max_stale_s = c->cfg.max_stale_s;
 		r = kr_state_init(&c->persist, &c->top, &c->loop, &so, err, errlen);
 		if (r != 0)
-			return r;
+			return KR_EINVAL;      /* a state directory that cannot be used: configuration */
 		/* Last: it only notes that the mirror changed. */
 		kr_reflect_add_sink(&c->top, &sink);
 		c->state_on = 1;

@@ -250,7 +250,9 @@ int kr_client_on_state(struct kr_client *c, void (*fn)(void *arg, const struct k
  * Resolves discovered resources (blocking, at most 15 s per name, before
  * any other work) and starts every reflector; the loop does the rest.
  * Returns 0, KR_ESTATE (already started, or stopped), KR_ENOENT (a
- * resource the server does not serve), or the connection's error.
+ * resource the server does not serve), KR_EINVAL (the state directory
+ * cannot be used), or the connection's error (the server did not answer
+ * discovery).
  */
 int kr_client_start(struct kr_client *c, char *err, size_t errlen);
 

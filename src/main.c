@@ -943,7 +943,8 @@ int main(int argc, char **argv)
 	r = kr_client_start(client, err, sizeof(err));
 	if (r != 0) {
 		kr_dprintf(2, "kreflect: %s\n", err[0] ? err : kr_strerror(r));
-		return r == KR_ENOENT ? EXIT_USAGE : r == KR_EIO || r == KR_ETOOBIG ? EXIT_USAGE : EXIT_FATAL;
+		/* No such resource, or a state directory that cannot be used: usage; else the server. */
+		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
 	if (o.serve.listen) {
 		o.serve.notify = notify_on ? &notify : NULL;
