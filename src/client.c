@@ -72,6 +72,8 @@ struct kr_client {
 	void *state_arg;
 
 	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
+	/* kr_serve_close through a pointer: a program that never listens links no endpoint. */
+	void (*serve_close)(struct kr_serve *s);
 	int state_on;                  /* snapshots go to cfg.state_dir */
 	struct kr_state persist;
 
@@ -830,7 +832,7 @@ int kr_client_stop(struct kr_client *c)
 	if (c->state == ST_STARTED)
 		kr_reflect_stop(&c->top);
 	if (c->serve) {
-		kr_serve_close(c->serve);
+		c->serve_close(c->serve);
 		c->serve = NULL;
 	}
 	if (c->state_on) {
@@ -951,6 +953,7 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 	c->cb[c->ncb].arg = s;
 	c->ncb++;
 	c->serve = s;
+	c->serve_close = kr_serve_close;
 	return 0;
 }
 
