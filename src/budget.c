@@ -8,7 +8,6 @@
 #include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
-#include "state.h"
 #include "store.h"
 #include "supervise.h"
 
@@ -30,7 +29,8 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "index", index_bytes(objects), 1,
 		  "--max-objects entries and their hash buckets; RAM only as they fill" },
 		{ "client", kr_client_struct_size(), 1,
-		  "per resource: connection, read buffer, HTTP and JSON state; tokens, loop, TLS, the gzip inflater" },
+		  "per resource: connection, read buffer, HTTP and JSON state; tokens, loop, TLS, the gzip\n"
+		  "                           inflater, the --state-dir buffer" },
 		{ "tls-heap", KR_TLS_HEAP_SIZE, 0,
 		  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
 		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },
@@ -42,8 +42,6 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 		{ "k8s-sidecar", sizeof(struct kr_sidecar), 0,
 		  "--k8s-sidecar: resources, request payload and header read from the environment" },
-		{ "state", sizeof(struct kr_state), 0,
-		  "--state-dir: one KR_STATE_BUFFER_BYTES buffer snapshots stream through; RAM only if used" },
 		{ "listen", sizeof(struct kr_serve) + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn), 0,
 		  "--listen: change history, KR_SERVE_MAX_CONNS connections; RAM only if used" },
 	};

@@ -850,10 +850,10 @@ int kr_client_run(struct kr_client *c)
 		return KR_EINVAL;
 	if (c->in_callback || c->state == ST_INIT)
 		return KR_ESTATE;
-	while (c->state == ST_STARTED && !c->loop.stop)
-		if (kr_loop_once(&c->loop, -1) < 0)
-			return KR_EIO;
-	return 0;
+	if (c->state != ST_STARTED)
+		return 0;
+	/* kr_client_stop sets loop.stop: the loop's own run is the whole of it. */
+	return kr_loop_run(&c->loop) < 0 ? KR_EIO : 0;
 }
 
 int kr_client_fds(struct kr_client *c, struct kr_client_fd *fds, int max, int *timeout_ms)

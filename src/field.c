@@ -155,6 +155,8 @@ int kr_object_field(const char *obj, size_t objlen, const char *path, char *buf,
 	if (p >= e || *p != '{')
 		return KR_EINVAL;
 	while (*path) {
+		if (p >= e)
+			return KR_EINVAL;      /* the object ends where a value should be */
 		if (*p != '{')
 			return KR_ENOENT;      /* a path through a string, number or array */
 		if ((n = next_segment(&path, seg)) < 0)

@@ -1725,7 +1725,8 @@ static void start_warm(struct kr_reflector *r)
 	r->cycle_start = kr_port_now_ms();
 	r->retry_after_count = 0;
 	kr_store_foreach(r->top->store, r->index, restored_fn, r);
-	if (r->top->opts.once)
+	/* No resourceVersion saved (the mirror was partial): a list, reconciled as --once's. */
+	if (r->top->opts.once || !r->last_rv[0])
 		start_cycle(r);
 	else
 		start_watch(r);

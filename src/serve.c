@@ -1957,7 +1957,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		s->opts.bookmark_ms = 60000;
 	if (s->opts.idle_ms <= 0)
 		s->opts.idle_ms = 30000;
-	for (i = 0; i < KR_SERVE_MAX_CONNS; i++) {
+	for (i = 0; i < s->nconns; i++) {          /* the caller gave nconns of them */
 		conns[i].state = KR_SC_FREE;
 		conns[i].src.fd = -1;
 		conns[i].srv = s;

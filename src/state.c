@@ -341,7 +341,7 @@ static int load_res(struct kr_state *st, struct res_rec *rr, uint32_t nres, int 
 	rvlen = b[0];
 	res = get16(b + 1);
 	gap = (int64_t)get64(b + 7);
-	if (res >= nres || (mode == SNAPSHOT && res != want) || rvlen == 0 || rvlen >= KR_RV_MAX ||
+	if (res >= nres || (mode == SNAPSHOT && res != want) || rvlen >= KR_RV_MAX ||
 	    gap < 0 || gap > 86400000)
 		return KR_EINVAL;
 	if ((r = rd(st, rv, rvlen)) < 0)
@@ -729,7 +729,9 @@ static void wr_res_records(struct kr_state *st)
 	for (i = 0; i < top->nrefl; i++) {
 		const struct kr_reflector *rf = &top->refl[i];
 		unsigned char b[RES_HEAD];
-		size_t rvlen = strlen(rf->last_rv);
+		/* A partial mirror cannot be resumed by a watch: no resourceVersion, a list on restart. */
+		const char *rv = rf->partial ? "" : rf->last_rv;
+		size_t rvlen = strlen(rv);
 
 		b[0] = REC_RES;
 		b[1] = (unsigned char)rvlen;
@@ -739,7 +741,7 @@ static void wr_res_records(struct kr_state *st)
 		put64(b + 8, (uint64_t)kr_cadence_get(&top->cadence));
 		st->crc = 0;
 		wr(st, b, sizeof(b));
-		wr(st, rf->last_rv, rvlen);
+		wr(st, rv, rvlen);
 		wr_crc(st);
 	}
 }

@@ -18,7 +18,8 @@
  *     header   "KRSTATE\n" u32 version  u32 nres  u64 config  i64 written_s
  *              u64 generation  u32 crc                           (44 bytes)
  *     resource 'R' u8 rvlen u16 res u32 count i64 bookmark_gap_ms rv[rvlen]
- *              u32 crc                                 (one per resource)
+ *              u32 crc                                 (one per resource; rvlen 0:
+ *                                                      the mirror was partial, list on restart)
  *     object   'O' u8 rvlen u8 uidlen u8 held u16 res u16 keylen u32 objlen
  *              key rv uid obj[objlen] u32 crc       (count of each resource)
  *     end      'E' 0 0 0 u32 objects u32 crc
