@@ -1,4 +1,5 @@
-# Sourced by the end-to-end runners (tests/e2e, tests/files, tests/supervise):
+# Sourced by the end-to-end runners (tests/files, tests/supervise, tests/sidecar,
+# tests/serve, tests/state):
 # which kreflect binary a build target means and how it runs.
 #
 #   kr_pick_binary TARGET   sets bin (x86_64 -> build/kreflect, else
@@ -24,4 +25,14 @@ kr_pick_binary() {
 	*) qemu= ;;
 	esac
 	[ -x "$bin" ] || kr_setup_fail "$bin is not built (make, or make TARGET=$1 target-bin)"
+}
+
+# kr_qemu_wrap DIR: for an ARM build, DIR/kreflect execs it under qemu-user
+# (same pid, same signals) and bin names that wrapper; otherwise nothing.
+kr_qemu_wrap() {
+	[ -n "$qemu" ] || return 0
+	mkdir -p "$1" || kr_setup_fail "unable to create $1"
+	printf '#!/bin/sh\nexec %s %s/%s "$@"\n' "$qemu" "$PWD" "$bin" >"$1/kreflect"
+	chmod +x "$1/kreflect"
+	bin=$1/kreflect
 }
