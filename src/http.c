@@ -306,22 +306,31 @@ static int parse_content_length(struct kr_http_resp *r, const char *v, size_t n)
 	return 0;
 }
 
+/*
+ * The next element of a comma-separated header list from v[*i..n), blanks
+ * trimmed: 1 with [*start, *end) set (possibly empty), 0 at the end.
+ */
+static int list_next(const char *v, size_t n, size_t *i, size_t *start, size_t *end)
+{
+	while (*i < n && (is_ws((unsigned char)v[*i]) || v[*i] == ','))
+		(*i)++;
+	if (*i >= n)
+		return 0;
+	*start = *i;
+	while (*i < n && v[*i] != ',')
+		(*i)++;
+	*end = *i;
+	while (*end > *start && is_ws((unsigned char)v[*end - 1]))
+		(*end)--;
+	return 1;
+}
+
 /* Connection: a comma-separated list of tokens. */
 static void parse_connection(struct kr_http_resp *r, const char *v, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, start, end;
 
-	while (i < n) {
-		size_t start, end;
-
-		while (i < n && (is_ws((unsigned char)v[i]) || v[i] == ','))
-			i++;
-		start = i;
-		while (i < n && v[i] != ',')
-			i++;
-		end = i;
-		while (end > start && is_ws((unsigned char)v[end - 1]))
-			end--;
+	while (list_next(v, n, &i, &start, &end)) {
 		if (ieq(v + start, end - start, "close"))
 			r->conn_close = 1;
 		else if (ieq(v + start, end - start, "keep-alive"))
@@ -336,19 +345,9 @@ static void parse_connection(struct kr_http_resp *r, const char *v, size_t n)
  */
 static void parse_content_encoding(struct kr_http_resp *r, const char *v, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, start, end;
 
-	while (i < n) {
-		size_t start, end;
-
-		while (i < n && (is_ws((unsigned char)v[i]) || v[i] == ','))
-			i++;
-		start = i;
-		while (i < n && v[i] != ',')
-			i++;
-		end = i;
-		while (end > start && is_ws((unsigned char)v[end - 1]))
-			end--;
+	while (list_next(v, n, &i, &start, &end)) {
 		if (end == start || ieq(v + start, end - start, "identity"))
 			continue;
 		if ((ieq(v + start, end - start, "gzip") || ieq(v + start, end - start, "x-gzip")) &&
