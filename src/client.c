@@ -147,8 +147,12 @@ static int capacities(const struct kr_config *cfg, size_t *objects, size_t *aren
 		/* The budget is the whole reservation: the client itself counts too. */
 		idx = o * sizeof(struct kr_entry) + buckets_for(o) * sizeof(int32_t) +
 		      ALIGN16(sizeof(struct kr_client)) + 64u;
-		if (!a)
+		if (!a) {
+			/* A budget too small for the client itself is refused, not replaced by the default. */
 			a = m > idx ? (m - idx) & ~(size_t)15u : 0;
+			if (a < KR_ARENA_MIN)
+				return -1;
+		}
 	}
 	if (!o)
 		o = KR_MAX_OBJECTS;

@@ -1511,6 +1511,15 @@ def t_usage(s):
         (srv + ["--certificate-authority", os.path.join(s.dir, "missing")], ("certificate-authority",)),
         (srv + ["--client-key", os.path.join(s.dir, "missing")], ("client-key", "client key")),
         (srv + ["--namespace"], "--namespace"),
+        # The run-time capacities: each bound of each flag.
+        (srv + ["--max-objects", "0"], "--max-objects"),
+        (srv + ["--max-objects", "1048577"], "--max-objects"),
+        (srv + ["--arena-bytes", "127K"], "--arena-bytes"),
+        (srv + ["--arena-bytes", "3G"], "--arena-bytes"),
+        (srv + ["--arena-bytes", "10x"], "--arena-bytes"),
+        (srv + ["--memory", "255K"], "--memory"),
+        (srv + ["--memory", "1KB"], "--memory"),
+        (srv + ["--memory", "512K"], "--memory"),    # less than the client itself needs
     ]
     bad = []
     for args, flag in cases:

@@ -111,6 +111,9 @@ KR_TEST(client, memory_too_small_misaligned_or_capacities_out_of_range)
 	cfg.memory_bytes = 3u << 20;
 	need = kr_client_memory(&cfg);
 	check(need > 0 && need <= cfg.memory_bytes);
+	/* Less than the client itself: refused, never the default arena instead. */
+	cfg.memory_bytes = 512u * 1024u;
+	check(kr_client_memory(&cfg) == 0);
 	return 0;
 }
 
