@@ -916,8 +916,6 @@ int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n
 
 /* --- the local endpoint ----------------------------------------------------------------------- */
 
-#define SERVE_BYTES (ALIGN16(sizeof(struct kr_serve)) + ALIGN16((size_t)KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn)))
-
 size_t kr_listen_memory(const struct kr_listen_config *lc)
 {
 	int n;
@@ -1120,8 +1118,3 @@ struct kr_resource *kr_client_resource(struct kr_client *c, int res)
 	return valid(c) && res >= 0 && res < c->nres ? &c->res[res] : NULL;
 }
 
-void kr_client_capacities(const struct kr_client *c, size_t *objects, size_t *arena)
-{
-	*objects = c->max_objects;
-	*arena = c->arena_bytes;
-}

@@ -27,9 +27,6 @@ struct kr_reflector_opts *kr_client_opts(struct kr_client *c);
 /* Resource res as configured (NULL if out of range). */
 struct kr_resource *kr_client_resource(struct kr_client *c, int res);
 
-/* The capacities in effect. */
-void kr_client_capacities(const struct kr_client *c, size_t *objects, size_t *arena);
-
 /* The capacities cfg asks for (as kr_client_init resolves them): 0 or KR_EINVAL. */
 int kr_client_capacities_for(const struct kr_config *cfg, size_t *objects, size_t *arena);
 
