@@ -31,7 +31,7 @@
 #define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
 #define DISCOVERY_TIMEOUT_MS 15000
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-#define MAX_CALLBACKS 8               /* kreflect.h: "up to 8" */
+#define MAX_CALLBACKS KR_CLIENT_MAX_CALLBACKS
 /* A resource named on the command line, kept until discovery resolves it. */
 #define SPEC_NAME_MAX (KR_NAME_MAX * 2 + 256)
 

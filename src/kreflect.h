@@ -219,9 +219,10 @@ const char *kr_event_name(enum kr_event_type t);
 
 /*
  * Calls fn for every change, in order, after the callbacks added before it.
- * Up to 8 callbacks. Returns 0, KR_ENOSPC, KR_EINVAL or
+ * Up to KR_CLIENT_MAX_CALLBACKS callbacks. Returns 0, KR_ENOSPC, KR_EINVAL or
  * KR_ESTATE (from a callback).
  */
+#define KR_CLIENT_MAX_CALLBACKS 8
 int kr_client_on_event(struct kr_client *c, void (*fn)(void *arg, const struct kr_event *ev),
 		       void *arg);
 

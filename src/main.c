@@ -304,14 +304,14 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 
 /* The outputs main can add: --dir, --exec/--signal, --http-post, -- PROGRAM, --listen, JSON lines. */
 #define MAIN_SINKS 6
-_Static_assert(KR_MAX_SINKS >= MAIN_SINKS, "every output main can add needs a sink slot");
+_Static_assert(KR_CLIENT_MAX_CALLBACKS >= MAIN_SINKS, "every output main can add needs a callback slot");
 
 /* Adds an output; a full table would drop events silently, so it is fatal. */
 static int add_sink(void (*event)(void *arg, const struct kr_event *ev), void *arg)
 {
 	if (kr_client_on_event(client, event, arg) == 0)
 		return 0;
-	kr_dprintf(2, "kreflect: too many outputs for KR_MAX_SINKS (%d)\n", KR_MAX_SINKS);
+	kr_dprintf(2, "kreflect: too many outputs for KR_CLIENT_MAX_CALLBACKS (%d)\n", KR_CLIENT_MAX_CALLBACKS);
 	return -1;
 }
 

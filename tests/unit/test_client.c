@@ -242,7 +242,7 @@ KR_TEST(client, callbacks_have_a_bound)
 	int i;
 
 	check(c != NULL);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < KR_CLIENT_MAX_CALLBACKS; i++)
 		check(kr_client_on_event(c, nop_event, NULL) == 0);
 	check(kr_client_on_event(c, nop_event, NULL) == KR_ENOSPC);
 	check(kr_client_on_event(c, NULL, NULL) == KR_EINVAL);
