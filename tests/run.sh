@@ -4,14 +4,19 @@
 # without one counts as one failure. The last line is the total, for CI.
 #
 #   sh tests/run.sh x86_64 asan aarch64 armv7
+#
+# The suites run in two lanes at once (TEST_LANES=1 runs them one after the
+# other): the x86_64 build and the host-only suites in one, the other builds
+# in the other. Most suites wait on servers, timeouts and qemu far more than
+# they compute, so two lanes share the machine's two cores; every suite's
+# timeouts already allow for qemu-user and valgrind, which are slower than a
+# busy core. A suite's lines are printed whole when it ends, with its name.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-total_pass=0
-total_fail=0
-failed_suites=""
 log_dir=build/test-logs
 mkdir -p "$log_dir"
+lanes=${TEST_LANES:-2}
 
 qemu_for() {
 	case "$1" in
@@ -21,39 +26,47 @@ qemu_for() {
 	esac
 }
 
-# run_suite NAME COMMAND...: runs it, shows its output, adds its counts.
+# run_suite NAME COMMAND...: runs it, then prints its name, result and time,
+# the failures it shows, and adds its counts to the lane's totals.
 run_suite() {
 	name=$1
 	shift
 	log="$log_dir/$(echo "$name" | tr '/ ' '__').log"
-	echo "== $name"
 	t0=$(date +%s)
 	"$@" >"$log" 2>&1
 	rc=$?
-	echo "($name took $(($(date +%s) - t0)) s)"
-	# Show failures and the summary; the whole log stays in build/test-logs/.
-	grep -E '^(FAIL|not ok|ERROR|==[0-9]+==|.*runtime error)' "$log" | head -40
+	took=$(($(date +%s) - t0))
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	# Failures and the summary go out in one write, so lanes do not interleave them.
+	{
+		if [ -z "$line" ]; then
+			echo "== $name: exited $rc without a result line ($took s)"
+			tail -20 "$log"
+		else
+			echo "== $name: $line ($took s)"
+		fi
+		grep -E '^(FAIL|not ok|ERROR|==[0-9]+==|.*runtime error)' "$log" | head -40
+	} >"$log.summary"
+	cat "$log.summary"
 	if [ -z "$line" ]; then
-		tail -20 "$log"
-		echo "$name: exited $rc without a result line"
-		total_fail=$((total_fail + 1))
-		failed_suites="$failed_suites $name"
+		lane_fail=$((lane_fail + 1))
+		lane_failed="$lane_failed $name"
 		return
 	fi
-	echo "$line"
 	p=$(echo "$line" | sed 's/ passed.*//')
 	f=$(echo "$line" | sed 's/.* passed, \([0-9]*\) failed.*/\1/')
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "$name: exited $rc although nothing failed"
 		f=1
 	fi
-	total_pass=$((total_pass + p))
-	total_fail=$((total_fail + f))
-	[ "$f" -eq 0 ] || failed_suites="$failed_suites $name"
+	lane_pass=$((lane_pass + p))
+	lane_fail=$((lane_fail + f))
+	[ "$f" -eq 0 ] || lane_failed="$lane_failed $name"
 }
 
-for t in "$@"; do
+# The suites of one build target (ARM under qemu-user).
+target_suites() {
+	t=$1
 	q=$(qemu_for "$t")
 	run_suite "unit/$t" $q "build/$t/tests/unit"
 	for r in build/"$t"/tests/replay_*; do
@@ -61,12 +74,9 @@ for t in "$@"; do
 		n=${r##*/replay_}
 		run_suite "corpus-$n/$t" $q "$r" "tests/corpus/$n"
 	done
-	if [ -f tests/tls/run.sh ]; then
-		run_suite "tls/$t" sh tests/tls/run.sh "$t"
-	fi
+	run_suite "tls/$t" sh tests/tls/run.sh "$t"
 	run_suite "transport/$t" sh tests/transport/run.sh "$t"
-	# End to end against the test API server: the product build and the sanitizers.
-	# Cluster access and the reflector end to end, on every build (ARM under qemu-user).
+	# Cluster access and the reflector end to end against the test API server.
 	run_suite "access/$t" sh tests/access/run.sh "$t"
 	run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
 	run_suite "files/$t" sh tests/files/run.sh "$t"
@@ -75,10 +85,10 @@ for t in "$@"; do
 	run_suite "serve/$t" sh tests/serve/run.sh "$t"
 	run_suite "state/$t" sh tests/state/run.sh "$t"
 	run_suite "sidecar/$t" sh tests/sidecar/run.sh "$t"
-done
+}
 
-case " $* " in
-*" x86_64 "*)
+# The suites that run on the host build only.
+host_suites() {
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite readme-library python3 tests/example/readme.py
@@ -95,9 +105,67 @@ case " $* " in
 	# schedules (make sim SEEDS=N runs more), then a few under ASan+UBSan.
 	run_suite sim build/sim/sim --seeds 1000
 	run_suite sim/asan build/asan-sim/sim --seeds 200 --first 100001
-	;;
-esac
+}
 
+# run_lane N ITEM...: runs each item (a build target, or "host") and writes
+# "passed failed suites..." to the lane's result file.
+run_lane() {
+	lane=$1
+	shift
+	lane_pass=0
+	lane_fail=0
+	lane_failed=""
+	for item in "$@"; do
+		if [ "$item" = host ]; then
+			host_suites
+		else
+			target_suites "$item"
+		fi
+	done
+	echo "$lane_pass $lane_fail$lane_failed" >"$log_dir/lane-$lane.result"
+}
+
+# Lane 1: x86_64 and the host-only suites (when x86_64 is asked for); lane 2:
+# every other target.
+lane1=""
+lane2=""
+for t in "$@"; do
+	if [ "$t" = x86_64 ]; then
+		lane1="$lane1 x86_64 host"
+	elif [ "$lanes" -ge 2 ]; then
+		lane2="$lane2 $t"
+	else
+		lane1="$lane1 $t"
+	fi
+done
+rm -f "$log_dir"/lane-*.result
+if [ -n "$lane2" ]; then
+	# shellcheck disable=SC2086
+	run_lane 2 $lane2 &
+	lane2_pid=$!
+fi
+# shellcheck disable=SC2086
+[ -z "$lane1" ] || run_lane 1 $lane1
+[ -z "$lane2" ] || wait "$lane2_pid"
+
+total_pass=0
+total_fail=0
+failed_suites=""
+for lane in 1 2; do
+	f="$log_dir/lane-$lane.result"
+	case $lane in 1) items=$lane1 ;; *) items=$lane2 ;; esac
+	[ -n "$items" ] || continue
+	if [ ! -f "$f" ]; then
+		echo "lane $lane ($items) ended without its result"
+		total_fail=$((total_fail + 1))
+		failed_suites="$failed_suites lane-$lane"
+		continue
+	fi
+	read -r p n rest <"$f"
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + n))
+	[ -z "$rest" ] || failed_suites="$failed_suites $rest"
+done
 [ -z "$failed_suites" ] || echo "failed suites:$failed_suites"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
