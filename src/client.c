@@ -975,6 +975,7 @@ int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr
 	o.ready_silence_ms = lc->ready_silence_s * 1000;
 	o.idle_ms = lc->idle_s * 1000;
 	o.bookmark_ms = lc->bookmark_s * 1000;
+	o.health_only = lc->health_only != 0;
 	return kr_client_listen_opts(c, mem, len, &o, err, errlen);
 }
 

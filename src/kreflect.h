@@ -357,6 +357,8 @@ struct kr_listen_config {
 	int ready_silence_s;           /* /readyz fails for a resource silent this long; 0: 180 */
 	int idle_s;                    /* a request head within this; 0: 30 */
 	int bookmark_s;                /* BOOKMARKs to local watches that ask; 0: 60 */
+	int health_only;               /* 1: /healthz, /livez and /readyz only, no data (404 for
+					  the rest), on any address without a token (probes) */
 };
 
 /* Bytes of memory the endpoint needs (its connections and change history); 0 if lc is bad. */
@@ -366,7 +368,7 @@ size_t kr_listen_memory(const struct kr_listen_config *lc);
  * Opens the endpoint in mem[0..len) (16-byte aligned, kr_listen_memory
  * bytes, kept until the client stops) after kr_client_start. Uses one of
  * the 8 event callbacks. Returns 0, KR_EINVAL (bad address, a non-loopback
- * one without token_file; message in err), KR_ENOSPC (len too small, or
+ * one without token_file or health_only; message in err), KR_ENOSPC (len too small, or
  * no callback left), KR_ESTATE (not started, listening already, or from a
  * callback), KR_EIO (the socket could not be opened).
  */

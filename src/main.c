@@ -172,6 +172,8 @@ static const char usage[] =
 	"  --listen-max-conns N           local connections at once (default and most: "
 	KR_STR(KR_SERVE_MAX_CONNS) ")\n"
 	"  --serve-secrets                serve mirrored Secrets too (403 otherwise)\n"
+	"  --listen-health-only           serve /healthz, /livez and /readyz only (404 for the\n"
+	"                                 rest), on any IP:PORT without a token: kubelet probes\n"
 	"  --readyz-max-silence SECONDS   /readyz fails for a resource whose API server sent\n"
 	"                                 nothing for this long (default 180)\n"
 	"  --listen-idle-timeout SECONDS  a request head must arrive within this, and an answer\n"
@@ -593,6 +595,8 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			o->serve.max_conns = (int)n;
 		} else if (strcmp(a, "--serve-secrets") == 0) {
 			o->serve.serve_secrets = 1;
+		} else if (strcmp(a, "--listen-health-only") == 0) {
+			o->serve.health_only = 1;
 		} else if ((v = value_of(argc, argv, &i, "--readyz-max-silence", NULL))) {
 			long n = kr_parse_num(v, 1, 86400);
 
@@ -751,6 +755,13 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 		o->cfg.watch_idle_timeout_s = (sidecar.idle_ms + 999) / 1000;
 	if (sidecar.watch_timeout_s)
 		o->cfg.watch_timeout_s = sidecar.watch_timeout_s;
+	/* k8s-sidecar's health server: /healthz is its readiness (503 until synced). */
+	if (sidecar.health_listen[0] && !o->once) {
+		o->serve.listen = sidecar.health_listen;
+		o->serve.health_only = 1;
+		o->serve.healthz_ready = 1;
+		o->serve.max_conns = 4;
+	}
 	return 0;
 }
 
@@ -950,15 +961,23 @@ int main(int argc, char **argv)
 		o.serve.notify = notify_on ? &notify : NULL;
 		o.serve.post = post_on ? &post : NULL;
 		r = kr_client_listen_opts(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
-		if (r != 0) {
+		if (r == KR_EIO && o.sidecar) {
+			/* As k8s-sidecar's health thread: a port taken (two sidecars in one pod) is
+			 * not fatal, the files are what the sidecar is for. */
+			kr_log(KR_LOG_WARN, "%s; going on without the health endpoint (HEALTH_PORT)", err);
+		} else if (r != 0) {
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return r == KR_EIO ? EXIT_FATAL : EXIT_USAGE;
+		} else {
+			const struct kr_serve *sv = (const struct kr_serve *)(const void *)serve_mem;
+
+			kr_log(KR_LOG_INFO, "serving %s on %s%s", o.serve.health_only ? "health checks"
+			       : "the mirror", sv->where, sv->need_token ? " (bearer token required)" : "");
 		}
-		kr_log(KR_LOG_INFO, "serving the mirror on %s%s", ((struct kr_serve *)(void *)serve_mem)->where,
-		       ((struct kr_serve *)(void *)serve_mem)->need_token ? " (bearer token required)" : "");
-	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets) {
-		return usage_error("--listen-token-file, --listen-max-conns and --serve-secrets need "
-				   "--listen%s", "");
+	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets ||
+		   o.serve.health_only) {
+		return usage_error("--listen-token-file, --listen-max-conns, --serve-secrets and "
+				   "--listen-health-only need --listen%s", "");
 	}
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));

@@ -1616,7 +1616,8 @@ static void route(struct kr_serve_conn *c)
 	c->keep_alive = c->req.keep_alive;
 	c->head_only = c->req.method == KR_HM_HEAD;
 	c->chunked = 0;
-	if (!authorized(s, c)) {
+	/* health_only serves no data: a probe is let in without the token it cannot send. */
+	if (!s->opts.health_only && !authorized(s, c)) {
 		respond_status(c, 401, "Unauthorized");
 		return;
 	}
@@ -1638,6 +1639,10 @@ static void route(struct kr_serve_conn *c)
 		respond_status(c, 400, "a GET request has no body");
 		return;
 	}
+	if (strcmp(path, "/healthz") == 0 && s->opts.healthz_ready) {
+		serve_readyz(c, verbose);
+		return;
+	}
 	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
 		if (verbose) {
 			const char *b = strcmp(path, "/healthz") == 0 ? "[+]ping ok\nhealthz check passed\n"
@@ -1651,6 +1656,11 @@ static void route(struct kr_serve_conn *c)
 	}
 	if (strcmp(path, "/readyz") == 0) {
 		serve_readyz(c, verbose);
+		return;
+	}
+	if (s->opts.health_only) {
+		respond_status(c, 404, "the server could not find the requested resource: this "
+			       "endpoint serves /healthz, /livez and /readyz only");
 		return;
 	}
 	if (strcmp(path, "/metrics") == 0) {
@@ -1978,9 +1988,9 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 			return KR_EAUTH;
 		}
 		s->need_token = 1;
-	} else if (!loopback) {
+	} else if (!loopback && !opts->health_only) {
 		kr_snprintf(err, errlen, "unable to listen on %s: not a loopback address, so "
-			    "--listen-token-file is required", opts->listen);
+			    "--listen-token-file (or --listen-health-only) is required", opts->listen);
 		return KR_EINVAL;
 	}
 	if (kind == 1) {
@@ -1992,10 +2002,12 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		kr_port_addr_format(&addr, s->where, sizeof(s->where));
 	}
 	if (fd < 0) {
+		/* KR_EINVAL from the unix socket only: the TCP one's failures are KR_IO_ERR (-1 too). */
+		int not_socket = kind == 1 && fd == KR_EINVAL;
+
 		kr_snprintf(err, errlen, "unable to listen on %s: %s", opts->listen,
-			    fd == KR_EINVAL ? "something other than a socket is at that path"
-					    : kr_port_last_error());
-		return fd == KR_EINVAL ? KR_EINVAL : KR_EIO;
+			    not_socket ? "something other than a socket is at that path" : kr_port_last_error());
+		return not_socket ? KR_EINVAL : KR_EIO;
 	}
 	s->listener.fd = fd;
 	s->listener.want = KR_POLL_IN;

@@ -37,6 +37,9 @@ struct kr_serve_opts {
 	const char *token_file;        /* bearer token clients must send; needed off loopback */
 	int max_conns;                 /* 1..KR_SERVE_MAX_CONNS; 0 = KR_SERVE_MAX_CONNS */
 	int serve_secrets;             /* secrets are 403 unless set */
+	int health_only;               /* only /healthz, /livez and /readyz (404 for the rest), so
+					  any address without a token: a kubelet's probes */
+	int healthz_ready;             /* /healthz answers as /readyz does (k8s-sidecar's probe) */
 	int ready_silence_ms;          /* /readyz: a resource silent longer is not ready; 0 = 180 s */
 	int bookmark_ms;               /* local watches that ask: a BOOKMARK this often; 0 = 60 s */
 	int idle_ms;                   /* a request head within this, a list or answer read within

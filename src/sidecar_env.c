@@ -9,6 +9,7 @@
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
+#include "serve.h"
 
 #define MAX_SECONDS 86400
 
@@ -17,9 +18,6 @@ static const struct {
 	const char *name;
 	const char *why;
 } refused[] = {
-	{ "HEALTH_PORT", "kreflect has no health endpoint in this build; remove it and the probes "
-			 "that use it (readiness: the files are there once kreflect has synced)" },
-	{ "HEALTH_HOST", "kreflect has no health endpoint in this build" },
 	{ "LOG_FORMAT", "kreflect writes plain log lines on stderr only; remove it" },
 	{ "LOG_CONFIG", "kreflect has no logging configuration file; use LOG_LEVEL" },
 	{ "LOG_TZ", "kreflect's log lines carry no time of day (the container runtime adds it)" },
@@ -540,6 +538,35 @@ int kr_sidecar_wanted(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * HEALTH_PORT (default 8080, as k8s-sidecar; 0: none) and HEALTH_HOST (an IP
+ * literal, default 0.0.0.0) into c->health_listen. k8s-sidecar always serves
+ * its /healthz; probes that point at it must keep working after the swap.
+ */
+static int health(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, char *err, size_t errlen)
+{
+	const char *port = env(get, arg, "HEALTH_PORT"), *host = env(get, arg, "HEALTH_HOST");
+	long n = port ? number(port, 0, 65535) : 8080;
+	struct kr_addr addr;
+	int loopback;
+	char path[8];
+
+	if (n < 0)
+		return fail(err, errlen, "HEALTH_PORT must be a port from 1 to 65535 (0: no health "
+			    "endpoint), not '%.32s'", port);
+	c->health_listen[0] = '\0';
+	if (n == 0)
+		return 0;
+	if (!host)
+		host = "0.0.0.0";
+	kr_snprintf(c->health_listen, sizeof(c->health_listen), strchr(host, ':') ? "[%.46s]:%ld"
+		    : "%.46s:%ld", host, n);
+	if (strlen(host) > 46 || strchr(host, '[') ||
+	    kr_serve_parse_listen(c->health_listen, &addr, &loopback, path, sizeof(path)) != 0)
+		return fail(err, errlen, "HEALTH_HOST must be an IPv4 or IPv6 address, not '%.46s'", host);
+	return 0;
+}
+
 int kr_sidecar_parse(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, int argc,
 		     char **argv, char *err, size_t errlen)
 {
@@ -695,6 +722,8 @@ int kr_sidecar_parse(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 				    "'%.32s'", MAX_SECONDS, v);
 		c->idle_ms = (int)n * 1000;
 	}
+	if ((n = health(c, get, arg, err, errlen)) != 0)
+		return (int)n;
 	v = env(get, arg, "LOG_LEVEL");
 	if (v) {
 		if (strcasecmp(v, "DEBUG") == 0)

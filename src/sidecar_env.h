@@ -47,6 +47,7 @@ struct kr_sidecar {
 	int log_level;                 /* KR_LOG_... from LOG_LEVEL */
 	int idle_ms;                   /* WATCH_CLIENT_TIMEOUT, 0 if unset */
 	int watch_timeout_s;           /* WATCH_SERVER_TIMEOUT, 0 if unset */
+	char health_listen[64];        /* HEALTH_HOST:HEALTH_PORT (0.0.0.0:8080), "" for HEALTH_PORT=0 */
 	char notes[KR_SIDECAR_NOTES][200]; /* what the caller should log (info) at start */
 	int nnotes;
 	/* storage behind the pointers above */

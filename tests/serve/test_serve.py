@@ -151,6 +151,39 @@ def t_health(s):
     check(len(lo.json(NS)["items"]) == 3, "the mirror is served without the server")
 
 
+@scenario("ServeHealthOnly", 6)
+def t_health_only(s):
+    """--listen-health-only: probes on any address without a token, and no data on it."""
+    s.server()
+    s.create("cm-0")
+    lo = Local.__new__(Local)
+    lo.port = free_port()
+    lo.kr = s.kreflect("--listen", "0.0.0.0:%d" % lo.port, "--listen-health-only", "-v", "1")
+    lo.kr.wait_synced(1, timeout=10)
+    for path in ("/healthz", "/livez", "/readyz"):
+        st, _, body = lo.req(path)
+        check(st == 200 and body == b"ok", "%s: %d %r" % (path, st, body))
+    for path in (NS, NS + "/cm-0", "/metrics", "/version", "/api"):
+        st, _, body = lo.req(path)
+        check(st == 404 and status_of(body)["code"] == 404, "%s on a health-only endpoint: %d %r" % (path, st, body))
+        check(b"cm-0" not in body, "%s: the mirror leaked: %r" % (path, body))
+    check("serving health checks on 0.0.0.0:%d" % lo.port in lo.kr.stderr(), "log: %s" % lo.kr.stderr_tail())
+    # The port taken: a clear error and exit 1 (not a usage error about a socket path).
+    other = s.kreflect("--listen", "127.0.0.1:%d" % lo.port)
+    rc = other.wait_exit(10)
+    check(rc == 1 and "unable to listen on 127.0.0.1:%d: " % lo.port in other.stderr()
+          and "socket is at that path" not in other.stderr(), "a taken port: exit %d, %s" % (rc, other.stderr_tail()))
+    # Off loopback without it (and without a token): refused, naming both ways out.
+    other = s.kreflect("--listen", "0.0.0.0:%d" % free_port())
+    rc = other.wait_exit(10)
+    check(rc == 2 and "--listen-token-file (or --listen-health-only) is required" in other.stderr(),
+          "0.0.0.0 without a token: exit %d, %s" % (rc, other.stderr_tail()))
+    other = s.kreflect("--listen-health-only")
+    rc = other.wait_exit(10)
+    check(rc == 2 and "need --listen" in other.stderr(), "--listen-health-only alone: exit %d, %s"
+          % (rc, other.stderr_tail()))
+
+
 @scenario("ServeNotReadyBeforeSync", 4)
 def t_not_ready(s):
     s.server()
@@ -680,7 +713,7 @@ def t_unix_token(s):
     check(not os.path.exists(path), "the socket file is removed on exit")
     # Not loopback: refused without a token file...
     bad = s.kreflect("--listen", "0.0.0.0:%d" % free_port(), name="nottoken")
-    check(bad.wait_exit(10) == 2 and "--listen-token-file is required" in bad.stderr(),
+    check(bad.wait_exit(10) == 2 and "--listen-token-file (or --listen-health-only) is required" in bad.stderr(),
           "0.0.0.0 without a token: %s" % bad.stderr_tail())
     # ...and with one, every request needs it; the file is re-read when it changes.
     tok = os.path.join(s.dir, "listen-token")

@@ -21,6 +21,7 @@ import http.server
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -57,9 +58,15 @@ class Sidecar:
             if k in ALL_VARS:
                 del full[k]
         full["KUBECONFIG"] = s.srv.ready["kubeconfig"]
+        # k8s-sidecar's health server takes 0.0.0.0:8080 unless told otherwise: the
+        # scenarios run side by side, so only the health scenario opens one.
+        full["HEALTH_PORT"] = "0"
         full.update(env)
+        for k in [k for k, v in full.items() if v is None]:
+            del full[k]
         with open(os.path.join(s.dir, name + ".cmd"), "w") as f:
-            f.write(" ".join("%s=%s" % kv for kv in sorted(env.items())) + " " + " ".join(cmd) + "\n")
+            f.write(" ".join("%s=%s" % kv for kv in sorted(env.items()) if kv[1] is not None) + " " +
+                    " ".join(cmd) + "\n")
         self.err_f = open(self.err_path, "wb")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.err_f, stderr=self.err_f,
                                      env=full)
@@ -232,7 +239,7 @@ def dashboards(s, namespaces=("mon", "apps"), folder=None):
 def base_env(s, folder, **kw):
     env = {"LABEL": LABEL, "LABEL_VALUE": "1", "FOLDER": folder, "NAMESPACE": "mon,apps",
            "RESOURCE": "both", "LOG_LEVEL": "DEBUG"}
-    env.update({k: str(v) for k, v in kw.items()})
+    env.update({k: None if v is None else str(v) for k, v in kw.items()})  # None: unset
     return env
 
 
@@ -550,10 +557,84 @@ BAD = [
     ({"LOG_FORMAT": "JSON"}, "LOG_FORMAT:"),
     ({"LOG_TZ": "UTC"}, "LOG_TZ:"),
     ({"LOG_CONFIG": "/x.yaml"}, "LOG_CONFIG:"),
-    ({"HEALTH_PORT": "8080"}, "HEALTH_PORT:"),
-    ({"HEALTH_HOST": "::"}, "HEALTH_HOST:"),
+    ({"HEALTH_PORT": "http"}, "HEALTH_PORT must be"),
+    ({"HEALTH_PORT": "65536"}, "HEALTH_PORT must be"),
+    ({"HEALTH_HOST": "localhost"}, "HEALTH_HOST must be"),
+    ({"HEALTH_HOST": "[::1]"}, "HEALTH_HOST must be"),
     ({"KUBECONFIG": "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"),
 ]
+
+
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def http_get(port, path, timeout=3):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as so:
+        so.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path).encode())
+        data = b""
+        while True:
+            chunk = so.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+@scenario("SidecarHealthEndpoint", 10)
+def t_health(s):
+    """k8s-sidecar always serves /healthz on 0.0.0.0:HEALTH_PORT (8080): 503 until the
+    first sync, then 200; probes carry no token, and nothing but health is served."""
+    s.server()
+    folder = os.path.join(s.dir, "dashboards")
+    dashboards(s, namespaces=("mon",))
+    port = free_port()
+    # The API server holds its lists back: /healthz must say not ready meanwhile.
+    s.ctl.fault(kind="stall", seconds=3, count=2)
+    sc = Sidecar(s, base_env(s, folder, METHOD="WATCH", NAMESPACE="mon", HEALTH_PORT=port))
+
+    def answered():
+        try:
+            return http_get(port, "/healthz", timeout=1)
+        except OSError:
+            return None
+    first = wait_until(answered, 5, "the health endpoint on HEALTH_PORT")
+    check(first[0] == 503, "/healthz before the first sync: %r" % (first,))
+    wait_tree(folder, {"mon.json": (b'{"title": "mon"}', 0o644), "ds.yaml": (b"password: x\n", 0o600),
+                       "logo.png": (b"\x89PNG\x00\xff", 0o644), "text.txt": (b"t", 0o644),
+                       "team-a/x/sub.json": (b"s", 0o644), "long.json": (b"x", 0o644)}, timeout=20)
+    st = wait_until(lambda: (lambda r: r if r and r[0] == 200 else None)(answered()), 10,
+                    "/healthz 200 after the sync")
+    check(st[0] == 200, "/healthz after the sync: %r" % (st,))
+    for path in ("/readyz", "/livez"):
+        code, body = http_get(port, path)
+        check(code == 200, "%s: %d %r" % (path, code, body[:200]))
+    # Only health: the mirror and the metrics are not served on this port.
+    for path in ("/api/v1/configmaps", "/api/v1/namespaces/mon/secrets/datasource", "/metrics", "/version"):
+        code, body = http_get(port, path)
+        check(code == 404, "%s on the health port: %d %r" % (path, code, body[:200]))
+        check(b"password" not in body, "%s leaked data" % path)
+    # A second sidecar in the same pod on the same port goes on without one, saying so.
+    folder2 = os.path.join(s.dir, "second")
+    sc2 = Sidecar(s, base_env(s, folder2, METHOD="WATCH", NAMESPACE="mon", HEALTH_PORT=port), name="second")
+    wait_tree(folder2, {"mon.json": (b'{"title": "mon"}', 0o644), "ds.yaml": (b"password: x\n", 0o600),
+                        "logo.png": (b"\x89PNG\x00\xff", 0o644), "text.txt": (b"t", 0o644),
+                        "team-a/x/sub.json": (b"s", 0o644), "long.json": (b"x", 0o644)}, timeout=20)
+    check("going on without the health endpoint (HEALTH_PORT)" in sc2.stderr(),
+          "the taken port is not reported: %s" % sc2.stderr_tail())
+    check(sc.running() and sc2.running(), "a sidecar ended: %s / %s" % (sc.stderr_tail(), sc2.stderr_tail()))
+    # Unset, it is k8s-sidecar's 0.0.0.0:8080 (served, or reported as taken on this machine).
+    sc3 = Sidecar(s, base_env(s, os.path.join(s.dir, "third"), METHOD="WATCH", NAMESPACE="mon",
+                              LOG_LEVEL="INFO", HEALTH_PORT=None), name="third")
+    wait_until(lambda: "on 0.0.0.0:8080" in sc3.stderr(), 10, "the default health address in the log")
+    # METHOD=LIST exits after one sync: no endpoint to probe, and exit 0.
+    sc4 = Sidecar(s, base_env(s, os.path.join(s.dir, "fourth"), METHOD="LIST", NAMESPACE="mon",
+                              LOG_LEVEL="INFO", HEALTH_PORT=port), name="fourth")
+    check(sc4.wait_exit(20) == 0, "METHOD=LIST: %s" % sc4.stderr_tail())
+    check("health" not in sc4.stderr(), "METHOD=LIST opened a health endpoint: %s" % sc4.stderr_tail())
 
 
 @scenario("SidecarBadValuesExit2", 10)

@@ -195,8 +195,13 @@ KR_TEST(sidecar_env, bad_values_name_the_variable)
 		{ "LOG_FORMAT", "LOGFMT", "LOG_FORMAT" },
 		{ "LOG_TZ", "LOCAL", "LOG_TZ" },
 		{ "LOG_CONFIG", "/c", "LOG_CONFIG" },
-		{ "HEALTH_PORT", "8080", "HEALTH_PORT" },
-		{ "HEALTH_HOST", "0.0.0.0", "HEALTH_HOST" },
+		{ "HEALTH_PORT", "http", "HEALTH_PORT must be" },
+		{ "HEALTH_PORT", "65536", "HEALTH_PORT must be" },
+		{ "HEALTH_PORT", "-1", "HEALTH_PORT must be" },
+		{ "HEALTH_HOST", "localhost", "HEALTH_HOST must be" },
+		{ "HEALTH_HOST", "[::1]", "HEALTH_HOST must be" },
+		{ "HEALTH_HOST", "1.2.3.4.5", "HEALTH_HOST must be" },
+		{ "HEALTH_HOST", "fe80::1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1:1", "HEALTH_HOST must be" },
 	};
 	char label[600], folder[64], one[600], extra[64];
 	const char *env[6];
@@ -230,6 +235,24 @@ KR_TEST(sidecar_env, bad_values_name_the_variable)
 		}
 		check(!strstr(err, "hunter2"));
 	}
+	return 0;
+}
+
+KR_TEST(sidecar_env, health_endpoint_as_k8s_sidecars)
+{
+	const char *dflt[] = { BASE, NULL };
+	const char *off[] = { BASE, "HEALTH_PORT=0", NULL };
+	const char *v6[] = { BASE, "HEALTH_PORT=9000", "HEALTH_HOST=::", NULL };
+	const char *v4[] = { BASE, "HEALTH_HOST=127.0.0.1", NULL };
+
+	check(parse(dflt) == 0);
+	check(strcmp(sc.health_listen, "0.0.0.0:8080") == 0);   /* k8s-sidecar always serves it */
+	check(parse(off) == 0);
+	check(sc.health_listen[0] == '\0');
+	check(parse(v6) == 0);
+	check(strcmp(sc.health_listen, "[::]:9000") == 0);
+	check(parse(v4) == 0);
+	check(strcmp(sc.health_listen, "127.0.0.1:8080") == 0);
 	return 0;
 }
 
