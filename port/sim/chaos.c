@@ -614,6 +614,8 @@ static void push_schedule(kr_ms_t from)
 		ch.next_weather = from + around(ch.clear_ms);
 	if (ch.next_compact < from)
 		ch.next_compact = from + around(600000);
+	if (ch.next_rotate < from)
+		ch.next_rotate = from + around(1800000);
 	ch.next_zap = KR_SIM_NEVER;
 }
 
