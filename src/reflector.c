@@ -1169,9 +1169,10 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
 	 * Its events reached the mirror and the outputs already, some newer
 	 * than the resourceVersion the watch-list started from: a list at that
 	 * one (exact when paginated) would hand them older versions again. The
-	 * latest (a consistent read) is never older than what they have.
+	 * latest (a consistent read) is never older than what they have. With
+	 * no resourceVersion yet the list is at "0" (any), as client-go's first.
 	 */
-	if (r->wl_applied)
+	if (r->wl_applied && r->last_rv[0])
 		r->rv_unavailable = 1;
 	start_list(r);
 }
