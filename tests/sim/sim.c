@@ -1166,6 +1166,7 @@ static void check_restored(const struct restart *rs)
 		t.run.restored++;
 		total.restored_resources++;
 		total.restored_objects += kr_store_count(store, i);
+		t.expect_offline[i] = rs->variant & RV_UNREACHABLE ? fresh : -1;
 		if (!r->last_rv[0])
 			continue;      /* a partial mirror: listed again, reconciled (the events are checked) */
 		rv = strtoull(r->last_rv, NULL, 10);
@@ -1176,7 +1177,6 @@ static void check_restored(const struct restart *rs)
 			return;
 		}
 		served = rv >= kr_sim_compacted_rv();
-		t.expect_offline[i] = rs->variant & RV_UNREACHABLE ? fresh : -1;
 		if (!(rs->variant & RV_CALM) || !served)
 			continue;
 		t.expect_watch[i] = 1;
