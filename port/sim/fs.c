@@ -2,8 +2,8 @@
  * The simulated device's flash: the state directory's calls (kr_port_fs_*)
  * over the in-memory file system with power cuts of tests/fuzz/memfs.h (one
  * implementation for the fuzz targets and the simulation). Deterministic: a
- * seed's faults come from a generator of its own, so a seed's world (writes,
- * weather) does not change with what the state directory does.
+ * seed's faults come from a generator of its own, so the state directory's
+ * calls draw nothing from the world's.
  *
  * What a crash loses is memfs's: bytes not fsynced, names not made durable
  * by a directory fsync (kr_sim_fs_reboot picks how much of it reached the

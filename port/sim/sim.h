@@ -346,7 +346,7 @@ struct kr_sim_fs_stats {
 /* Empty flash, power on, no faults (kr_sim_reset calls it). */
 void kr_sim_fs_reset(uint64_t seed);
 void kr_sim_fs_set_faults(const struct kr_sim_fs_faults *f);
-/* The flash's own generator (for the driver's plans: the world's schedule stays the seed's). */
+/* The flash's own generator (for the driver's plans: they draw nothing from the world's). */
 uint64_t kr_sim_fs_rand(void);
 /* The process is gone: its open files close, nothing more is written. */
 void kr_sim_fs_exit(void);

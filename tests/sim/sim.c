@@ -31,8 +31,8 @@
  *       later event, folded onto the restored mirror, obeys (2) and (3)
  *       (no ADDED for a restored object, no version older than the one
  *       held); in calm weather a restart whose saved resourceVersion is
- *       still served sends no LIST or watch-list, and with nothing changed
- *       while down no change event; with the server unreachable at restart
+ *       still served sends no LIST or watch-list, and with no write to its
+ *       selection since that resourceVersion no change event; with the server unreachable at restart
  *       and max_stale_s on, a young enough mirror is reported synced,
  *       restored, and no other mirror is; (1)-(5) hold after the last one;
  *
@@ -677,7 +677,7 @@ static void scenario_defaults(struct scenario *sc)
 	sc->max_stale_s = -1;
 }
 
-/* Draws for the restart plan: the flash's generator, so the world's schedule stays the seed's. */
+/* Draws for the restart plan: the flash's generator, so the seed's world is chosen as without restarts. */
 static int64_t plan_range(int64_t lo, int64_t hi)
 {
 	return hi <= lo ? lo : lo + (int64_t)(kr_sim_fs_rand() % (uint64_t)(hi - lo + 1));
