@@ -548,6 +548,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		kr_ms_t cap = r->watch_start + WL_DEADLINE_CAP * (kr_ms_t)top->opts.initial_events_timeout_ms;
 
 		kr_loop_timer_at(top->loop, &r->deadline, quiet < cap ? quiet : cap);
+		r->wl_applied++;
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 		size_t objlen = settle_object(r, json, len, t, n, o);
@@ -1164,6 +1165,15 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
 		kr_log(KR_LOG_INFO, "%s: watch-list failed (%s); falling back to a list",
 		       r->res.name, why);
 	}
+	/*
+	 * Its events reached the mirror and the outputs already, some newer
+	 * than the resourceVersion the watch-list started from: a list at that
+	 * one (exact when paginated) would hand them older versions again. The
+	 * latest (a consistent read) is never older than what they have. With
+	 * no resourceVersion yet the list is at "0" (any), as client-go's first.
+	 */
+	if (r->wl_applied && r->last_rv[0])
+		r->rv_unavailable = 1;
 	start_list(r);
 }
 
@@ -1410,6 +1420,7 @@ static void request(struct kr_reflector *r, int kind)
 		r->phase = kind == REQ_WATCH ? KR_PH_WATCH : KR_PH_WATCHLIST;
 		r->watch_start = kr_port_now_ms();
 		r->events = 0;
+		r->wl_applied = 0;
 		r->bookmark_seen = 0;
 		r->last_bookmark = 0;
 		r->skipped = 0;

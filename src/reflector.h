@@ -102,6 +102,7 @@ struct kr_reflector {
 	/* client-go's state */
 	char last_rv[KR_RV_MAX];
 	int rv_unavailable;
+	int wl_applied;                /* object events the watch-list applied before its end bookmark */
 	int paginated_result;
 
 	/* the list in progress */

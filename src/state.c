@@ -142,6 +142,28 @@ static uint64_t config_hash(const struct kr_reflect *top)
 	return h;
 }
 
+static void sum_not_held(void *arg, const struct kr_store_view *v)
+{
+	if (!v->held)
+		*(uint64_t *)arg += hash_str(hash_str(hash_int(0xcbf29ce484222325ull, v->res), v->key), v->rv);
+}
+
+/*
+ * A sum over the objects present but not held (key and resourceVersion),
+ * independent of their order. Their changes reach no sink (the outputs
+ * never had them), so the journal, which writes what the events named,
+ * cannot carry them: when this sum moved since the last write, the next
+ * write is a snapshot. 0 when there are none, without a walk.
+ */
+static uint64_t not_held_sum(const struct kr_store *s)
+{
+	uint64_t sum = 0;
+
+	if (s->not_held > 0)
+		kr_store_foreach(s, -1, sum_not_held, &sum);
+	return sum;
+}
+
 /* --- setup ------------------------------------------------------------------------- */
 
 static void on_timer(struct kr_loop *loop, struct kr_timer *t);
@@ -618,6 +640,7 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 		return st->load = KR_STATE_INVALID;
 	}
 	st->load = KR_STATE_LOADED;
+	st->not_held_sum = not_held_sum(top->store);
 	fresh = st->o.max_stale_s >= 0 && kr_state_age_s(st) <= st->o.max_stale_s;
 	for (i = 0; i < top->nrefl; i++) {
 		kr_reflect_restore(top, i, rr[i].rv, rr[i].gap_ms, fresh);
@@ -888,6 +911,7 @@ int kr_state_save(struct kr_state *st, int force)
 	kr_ms_t t0 = kr_port_now_ms();
 	const char *step = "write";
 	uint32_t objects = 0;
+	uint64_t nh;
 	int i, r, journal;
 
 	if (!st->dirty && !force)
@@ -899,8 +923,9 @@ int kr_state_save(struct kr_state *st, int force)
 			return 0;
 		}
 	/* A journal while it stays smaller than the snapshot it follows. */
+	nh = not_held_sum(top->store);
 	journal = st->journal_ok && !st->overflow && st->last_bytes > 0 &&
-		  st->journal_bytes < st->last_bytes;
+		  st->journal_bytes < st->last_bytes && nh == st->not_held_sum;
 	st->err = 0;
 	st->len = 0;
 	st->total = 0;
@@ -919,6 +944,7 @@ int kr_state_save(struct kr_state *st, int force)
 	st->dirty = 0;
 	st->jlen = 0;
 	st->overflow = 0;
+	st->not_held_sum = nh;
 	st->last_write = kr_port_now_ms();
 	st->bytes_written += st->total;
 	for (i = 0; i < top->nrefl; i++)

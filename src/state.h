@@ -108,6 +108,7 @@ struct kr_state {
 	int journal_ok;                /* changes may be appended after that snapshot */
 	int journal_exists;            /* the journal of this generation was created */
 	int overflow;                  /* changes not remembered key by key: next, a snapshot */
+	uint64_t not_held_sum;         /* of the objects present but not held, as on disk */
 	uint64_t journal_bytes;        /* appended since the snapshot */
 	size_t jlen;                   /* bytes used in jkeys */
 	char jkeys[KR_STATE_JOURNAL_KEY_BYTES]; /* changed keys: res byte, key, NUL */

@@ -77,6 +77,8 @@ static struct {
 static struct {
 	int running, quiet;
 	kr_ms_t until;
+	kr_ms_t calm_until;            /* kr_sim_chaos_calm: nothing happens before this */
+	kr_ms_t forced_until;          /* kr_sim_chaos_outage: clear again at this time (0: none) */
 	kr_ms_t next_write, next_weather, next_compact, next_zap, next_rotate;
 	int weather;
 	unsigned flaky_permille;       /* requests that get a fault in flaky weather */
@@ -510,7 +512,13 @@ int kr_sim_chaos_due(kr_ms_t now)
 {
 	int did = timed_due(now) | tokens_due(now);
 
-	if (!ch.running || ch.quiet)
+	if (ch.forced_until && now >= ch.forced_until) {
+		ch.forced_until = 0;
+		if (ch.weather != KR_SIM_CLEAR)
+			set_weather(KR_SIM_CLEAR, 0);
+		did = 1;
+	}
+	if (!ch.running || ch.quiet || now < ch.calm_until || ch.forced_until)
 		return did;
 	if (now >= ch.until) {
 		kr_sim_chaos_quiet();
@@ -564,6 +572,8 @@ kr_ms_t kr_sim_chaos_next(void)
 	kr_ms_t t = ch.running && !ch.quiet ? ch.until : KR_SIM_NEVER;
 	int i;
 
+	if (ch.forced_until && ch.forced_until < t)
+		t = ch.forced_until;
 	if (tok.step && tok.step_at < t)
 		t = tok.step_at;
 	for (i = 0; i < ntimed; i++)
@@ -593,6 +603,39 @@ void kr_sim_chaos_quiet(void)
 		set_weather(KR_SIM_CLEAR, 0);
 	kr_sim_net_thaw_all();
 	kr_sim_trace("quiet: no more writes or faults");
+}
+
+/* The schedule's next events, pushed to `from` at the earliest. */
+static void push_schedule(kr_ms_t from)
+{
+	if (ch.next_write < from)
+		ch.next_write = from + around(ch.write_ms);
+	if (ch.next_weather < from)
+		ch.next_weather = from + around(ch.clear_ms);
+	if (ch.next_compact < from)
+		ch.next_compact = from + around(600000);
+	if (ch.next_rotate < from)
+		ch.next_rotate = from + around(1800000);
+	ch.next_zap = KR_SIM_NEVER;
+}
+
+void kr_sim_chaos_calm(kr_ms_t until)
+{
+	ch.calm_until = until;
+	ch.forced_until = 0;
+	if (ch.weather != KR_SIM_CLEAR)
+		set_weather(KR_SIM_CLEAR, 0);
+	kr_sim_net_thaw_all();
+	push_schedule(until);
+	kr_sim_trace("calm until %.3f s: no writes or faults", (double)until / 1000.0);
+}
+
+void kr_sim_chaos_outage(int w, kr_ms_t until)
+{
+	set_weather(w, until);
+	ch.forced_until = until;
+	push_schedule(until);
+	kr_sim_trace("an outage (%s) until %.3f s", weather_names[w], (double)until / 1000.0);
 }
 
 /* --- per connection and per request ---------------------------------------------------------- */
@@ -723,7 +766,7 @@ void kr_sim_chaos_request(const char *target, int watch, int watch_list, int reu
 	f->chunk_max = kr_sim_chance(500) ? 0 : (int)kr_sim_range(16, 4096);
 	f->merge_bytes = kr_sim_chance(400) ? 0 : (int)kr_sim_range(1, 32768);
 	f->close_after = kr_sim_chance(20);
-	if (scripted(target, watch, f) || !ch.running || ch.quiet)
+	if (scripted(target, watch, f) || !ch.running || ch.quiet || kr_port_now_ms() < ch.calm_until)
 		return;
 	switch (ch.weather) {
 	case KR_SIM_FLAKY:

@@ -1,8 +1,8 @@
 /*
  * The rest of port.h in the simulation: entropy from the world's PRNG,
- * addresses, memory, output, files held in memory, and no file system or
- * child processes (the simulated device has neither: calls fail with a
- * reason, as on a system where they are not allowed).
+ * addresses, memory, output, files held in memory (the token file), and
+ * no child processes (calls fail with a reason, as on a system where they
+ * are not allowed). The flash the state directory writes to is fs.c.
  */
 #include "sim.h"
 #include "kreflect.h"
@@ -121,35 +121,10 @@ long kr_port_read_file(const char *path, void *buf, size_t size)
 	return KR_ENOENT;
 }
 
-/* --- file system and processes: not part of the simulated device -------------------------- */
+/* --- processes: not part of the simulated device (its file system is fs.c) ------------------ */
 
-static const char no_fs[] = "the simulated port has no file system";
-
-const char *kr_port_fs_error(void)
-{
-	return no_fs;
-}
-
-int kr_port_fs_stat(const char *path, struct kr_fs_stat *st)
-{
-	(void)path;
-	memset(st, 0, sizeof(*st));
-	return KR_EIO;
-}
-
-int kr_port_fs_is_dir(const char *path) { (void)path; return KR_EIO; }
-int kr_port_fs_mkdir(const char *path, unsigned mode) { (void)path; (void)mode; return KR_EIO; }
-int kr_port_fs_open_read(const char *path) { (void)path; return KR_EIO; }
-long kr_port_fs_read(int fd, void *buf, size_t len) { (void)fd; (void)buf; (void)len; return KR_EIO; }
-int kr_port_fs_create(const char *path, unsigned mode) { (void)path; (void)mode; return KR_EIO; }
-int kr_port_fs_open_append(const char *path) { (void)path; return KR_EIO; }
-int kr_port_fs_write(int fd, const void *buf, size_t len) { (void)fd; (void)buf; (void)len; return KR_EIO; }
-int kr_port_fs_sync(int fd) { (void)fd; return KR_EIO; }
-int kr_port_fs_close(int fd) { (void)fd; return KR_EIO; }
-int kr_port_fs_rename(const char *from, const char *to) { (void)from; (void)to; return KR_EIO; }
-int kr_port_fs_unlink(const char *path) { (void)path; return KR_EIO; }
+/* The directory sink's call; the state directory never removes a directory. */
 int kr_port_fs_rmdir(const char *path) { (void)path; return KR_EIO; }
-int kr_port_fs_sync_dir(const char *path) { (void)path; return KR_EIO; }
 
 int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
 		  size_t len, char *why, size_t size)

@@ -289,6 +289,12 @@ void kr_sim_chaos_start(kr_ms_t from, kr_ms_t until);
 /* From now on: no writes, no faults, clear weather; stalled links deliver again. */
 void kr_sim_chaos_quiet(void);
 
+/* Until `until`: no writes, no faults, no compaction, clear weather; then the schedule goes on. */
+void kr_sim_chaos_calm(kr_ms_t until);
+
+/* Weather w (an outage: KR_SIM_REFUSE, KR_SIM_BLACKHOLE) from now until `until`, then clear. */
+void kr_sim_chaos_outage(int w, kr_ms_t until);
+
 /* Writes go mostly (85 %) to these types (bit 1 << type): the ones the client watches. */
 void kr_sim_chaos_focus(unsigned type_mask);
 
@@ -314,6 +320,54 @@ kr_ms_t kr_sim_chaos_next(void);
 /* Sets the content of path (replacing it). 0, KR_ETOOBIG or KR_ENOSPC. */
 int kr_sim_file_set(const char *path, const void *data, size_t len);
 void kr_sim_files_clear(void);
+
+/* --- the flash: the state directory's file system (fs.c over tests/fuzz/memfs.h) ------------ */
+
+/* What the disk holds after a power cut (memfs.h's modes, in its order). */
+enum kr_sim_fs_reboot {
+	KR_SIM_FS_DURABLE,             /* only what was fsynced, names only if the directory was */
+	KR_SIM_FS_NAMES,               /* every name, the bytes only as far as fsynced */
+	KR_SIM_FS_ALL,                 /* everything (the process died; the kernel kept its cache) */
+	KR_SIM_FS_TORN,                /* durable names, half of the bytes written after the last fsync */
+	KR_SIM_FS_NMODES
+};
+
+struct kr_sim_fs_faults {
+	unsigned fail_permille;        /* changing calls that fail (I/O error, or a full disk) */
+	unsigned slow_sync_permille;   /* fsyncs that block kreflect's thread */
+	int slow_sync_max_ms;          /* for up to this long (the world's clock runs on) */
+};
+
+struct kr_sim_fs_stats {
+	unsigned long ops, syncs, failures, slow_syncs;
+	uint64_t slow_ms;
+};
+
+/* Empty flash, power on, no faults (kr_sim_reset calls it). */
+void kr_sim_fs_reset(uint64_t seed);
+void kr_sim_fs_set_faults(const struct kr_sim_fs_faults *f);
+/* The flash's own generator (for the driver's plans: they draw nothing from the world's). */
+uint64_t kr_sim_fs_rand(void);
+/* The process is gone: its open files close, nothing more is written. */
+void kr_sim_fs_exit(void);
+/* The power goes off just before the k-th changing call from now (0: the next). */
+void kr_sim_fs_cut_after(long k);
+int kr_sim_fs_power_off(void);
+/* Power on again after a cut or a crash: the disk holds what mode says. */
+void kr_sim_fs_reboot(int mode);
+const struct kr_sim_fs_stats *kr_sim_fs_stats(void);
+/* Bytes of the file at path (its durable bytes if durable), 0 if there is none. */
+size_t kr_sim_fs_size(const char *path, int durable);
+
+/* kreflect's thread is blocked (a slow fsync): the clock moves ms on; the world catches up at the next poll. */
+void kr_sim_block(kr_ms_t ms);
+
+/*
+ * The process is gone (killed, or stopped and exited): every descriptor it
+ * held closes as the kernel would close it (the server sees its connections
+ * end), its pending observations are dropped, its files close.
+ */
+void kr_sim_process_exit(void);
 
 /* --- observations: what kreflect did, for the properties -------------------------------------- */
 

@@ -203,6 +203,31 @@ void kr_sim_reset(uint64_t seed)
 	kr_sim_server_reset();
 	kr_sim_chaos_reset();
 	kr_sim_files_clear();
+	kr_sim_fs_reset(seed);
+}
+
+void kr_sim_block(kr_ms_t ms)
+{
+	if (ms > 0)
+		w.now += ms;
+}
+
+void kr_sim_process_exit(void)
+{
+	int s, i;
+
+	for (s = 0; s < KR_SIM_SOCKETS; s++) {
+		if (socks[s].state == SK_FREE)
+			continue;
+		kr_sim_trace("fd %d closed: the process is gone", FD_SOCKET0 + s);
+		if (socks[s].state == SK_OPEN)
+			kr_sim_server_gone(s);
+		socks[s].state = SK_FREE;
+	}
+	for (i = 0; i < RESOLVERS; i++)
+		w.resolvers[i].used = 0;
+	w.obs_head = w.obs_count = 0;
+	kr_sim_fs_exit();
 }
 
 /* --- observations ------------------------------------------------------------------------ */

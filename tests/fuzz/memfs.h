@@ -1,8 +1,11 @@
 /*
  * A file system in memory that can lose power, for the state directory's
- * tests (fuzz_state_load, fuzz_state_crash). Linked with --wrap around the
- * port's kr_port_fs_ calls (Makefile: FUZZ_LDFLAGS_state_*), so the
- * unmodified src/state.c runs on it.
+ * tests (fuzz_state_load, fuzz_state_crash) and the simulated port
+ * (port/sim/fs.c). In the fuzz targets it is linked with --wrap around the
+ * port's kr_port_fs_ calls (Makefile: FUZZ_LDFLAGS_state_*); the simulated
+ * port defines MEMFS_FN(name) as kr_port_fs_##name before including it, so
+ * the calls are the port's own. Either way the unmodified src/state.c runs
+ * on it.
  *
  * Every inode has volatile bytes (what reads see) and durable bytes (what
  * survives a power cut): kr_port_fs_sync makes them equal. The directory
@@ -15,17 +18,25 @@
  *   MEMFS_DURABLE   only what was made durable (names and bytes)
  *   MEMFS_NAMES     every name as the volatile table had it, bytes durable
  *                   (a file system that journals names before data)
- *   MEMFS_ALL       everything volatile reached the disk
+ *   MEMFS_ALL       everything volatile reached the disk (also: the process
+ *                   died, the kernel kept its page cache)
  *   MEMFS_TORN      durable names; each inode's bytes: the durable ones,
  *                   then half of what was written after them
  *
- * One directory, a few files: enough for DIR/state and DIR/state.tmp.
- * Files only grow (create, append): an inode's durable bytes are always a
- * prefix of its volatile ones, so a copy of the lengths restores a disk.
+ * memfs.fault, when set, is asked before every changing call while the
+ * power is on and may fail it (an I/O error, a full disk) or make it slow
+ * (the simulated port moves its clock): a failed call changes nothing.
+ *
+ * One directory, a few files: enough for DIR/state, DIR/state.tmp and
+ * DIR/journal. Files only grow (create, append): an inode's durable bytes
+ * are always a prefix of its volatile ones, so a copy of the lengths
+ * restores a disk. No heap: the bytes are static storage (untouched pages
+ * cost nothing).
  */
 #ifndef KR_TEST_MEMFS_H
 #define KR_TEST_MEMFS_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,12 +48,26 @@
 #define MEMFS_FDS 4
 #define MEMFS_BYTES (4u << 20)
 
+/* The calls' names: the fuzz targets' --wrap ones unless the includer chose. */
+#ifndef MEMFS_FN
+#define MEMFS_FN(name) __wrap_kr_port_fs_##name
+#define MEMFS_WRAPPED 1
+#endif
+/* The first descriptor number (the simulated port keeps them apart from its sockets). */
+#ifndef MEMFS_FD0
+#define MEMFS_FD0 100
+#endif
+
+/* The changing calls, as memfs.fault sees them. */
+enum { MEMFS_OP_CREATE, MEMFS_OP_WRITE, MEMFS_OP_SYNC, MEMFS_OP_CLOSE, MEMFS_OP_RENAME,
+       MEMFS_OP_UNLINK, MEMFS_OP_SYNC_DIR };
+
 enum { MEMFS_DURABLE, MEMFS_NAMES_ONLY, MEMFS_ALL, MEMFS_TORN, MEMFS_MODES };
 
 struct memfs_inode {
 	int used;
 	size_t vlen, dlen;
-	unsigned char *v, *d;          /* MEMFS_BYTES each, allocated once (test code) */
+	unsigned char *v, *d;          /* MEMFS_BYTES each, in memfs_bytes */
 };
 
 struct memfs_name {
@@ -63,19 +88,19 @@ static struct {
 	long ops;                      /* changing calls made so far */
 	long cut;                      /* power off before this call (-1: never) */
 	int dir_exists;
+	int (*fault)(int op);          /* NULL, or: 0 go on, a KR_E code to fail this call */
+	const char *why;               /* the reason of the last failure */
 } memfs;
+
+static unsigned char memfs_bytes[MEMFS_INODES][2][MEMFS_BYTES];
 
 __attribute__((unused)) static void memfs_init(void)
 {
 	int i;
 
 	for (i = 0; i < MEMFS_INODES; i++) {
-		if (!memfs.ino[i].v) {
-			memfs.ino[i].v = malloc(MEMFS_BYTES);
-			memfs.ino[i].d = malloc(MEMFS_BYTES);
-			if (!memfs.ino[i].v || !memfs.ino[i].d)
-				abort();
-		}
+		memfs.ino[i].v = memfs_bytes[i][0];
+		memfs.ino[i].d = memfs_bytes[i][1];
 		memfs.ino[i].used = 0;
 		memfs.ino[i].vlen = memfs.ino[i].dlen = 0;
 	}
@@ -86,6 +111,8 @@ __attribute__((unused)) static void memfs_init(void)
 	memfs.ops = 0;
 	memfs.cut = -1;
 	memfs.dir_exists = 1;
+	memfs.fault = NULL;
+	memfs.why = "power is off";
 }
 
 __attribute__((unused)) static void memfs_cut(long k)
@@ -94,12 +121,26 @@ __attribute__((unused)) static void memfs_cut(long k)
 	memfs.cut = k;
 }
 
-/* Nonzero once the power is off (this call included). */
-static int memfs_off(void)
+/* Nonzero once the power is off. */
+__attribute__((unused)) static int memfs_power_off(void)
 {
-	if (memfs.cut >= 0 && memfs.ops >= memfs.cut)
-		return 1;
+	return memfs.cut >= 0 && memfs.ops >= memfs.cut;
+}
+
+/* Before changing call op: 0 to go on, or why it fails (the power is off, or an injected fault). */
+static int memfs_off_op(int op)
+{
+	int r;
+
+	if (memfs_power_off()) {
+		memfs.why = "power is off";
+		return KR_EIO;
+	}
 	memfs.ops++;
+	if (memfs.fault && (r = memfs.fault(op)) != 0) {
+		memfs.why = r == KR_ENOSPC ? "No space left on device (injected)" : "Input/output error (injected)";
+		return r;
+	}
 	return 0;
 }
 
@@ -198,37 +239,49 @@ __attribute__((unused)) static void memfs_put(const char *path, const void *p, s
 	*d = *e;
 }
 
-/* --- the wrapped port calls ------------------------------------------------------------ */
+/* The process is gone (killed, or stopped without closing): its descriptors close, nothing is written. */
+__attribute__((unused)) static void memfs_close_all(void)
+{
+	int i;
 
-int __wrap_kr_port_fs_mkdir(const char *path, unsigned mode);
-int __wrap_kr_port_fs_is_dir(const char *path);
-int __wrap_kr_port_fs_stat(const char *path, struct kr_fs_stat *st);
-int __wrap_kr_port_fs_unlink(const char *path);
-int __wrap_kr_port_fs_open_read(const char *path);
-long __wrap_kr_port_fs_read(int fd, void *buf, size_t len);
-int __wrap_kr_port_fs_create(const char *path, unsigned mode);
-int __wrap_kr_port_fs_open_append(const char *path);
-int __wrap_kr_port_fs_write(int fd, const void *buf, size_t len);
-int __wrap_kr_port_fs_sync(int fd);
-int __wrap_kr_port_fs_close(int fd);
-int __wrap_kr_port_fs_rename(const char *from, const char *to);
-int __wrap_kr_port_fs_sync_dir(const char *path);
-const char *__wrap_kr_port_fs_error(void);
+	for (i = 0; i < MEMFS_FDS; i++)
+		memfs.fd[i].ino = -1;
+	memfs_gc();
+}
 
-int __wrap_kr_port_fs_mkdir(const char *path, unsigned mode)
+/* --- the port calls (wrapped in the fuzz targets, the simulated port's own there) ------- */
+
+#ifdef MEMFS_WRAPPED
+int MEMFS_FN(mkdir)(const char *path, unsigned mode);
+int MEMFS_FN(is_dir)(const char *path);
+int MEMFS_FN(stat)(const char *path, struct kr_fs_stat *st);
+int MEMFS_FN(unlink)(const char *path);
+int MEMFS_FN(open_read)(const char *path);
+long MEMFS_FN(read)(int fd, void *buf, size_t len);
+int MEMFS_FN(create)(const char *path, unsigned mode);
+int MEMFS_FN(open_append)(const char *path);
+int MEMFS_FN(write)(int fd, const void *buf, size_t len);
+int MEMFS_FN(sync)(int fd);
+int MEMFS_FN(close)(int fd);
+int MEMFS_FN(rename)(const char *from, const char *to);
+int MEMFS_FN(sync_dir)(const char *path);
+const char *MEMFS_FN(error)(void);
+#endif
+
+int MEMFS_FN(mkdir)(const char *path, unsigned mode)
 {
 	(void)path;
 	(void)mode;
 	return memfs.dir_exists ? 1 : 0;
 }
 
-int __wrap_kr_port_fs_is_dir(const char *path)
+int MEMFS_FN(is_dir)(const char *path)
 {
 	(void)path;
 	return 0;
 }
 
-int __wrap_kr_port_fs_stat(const char *path, struct kr_fs_stat *st)
+int MEMFS_FN(stat)(const char *path, struct kr_fs_stat *st)
 {
 	struct memfs_name *e = memfs_find(memfs.vdir, path);
 
@@ -239,12 +292,13 @@ int __wrap_kr_port_fs_stat(const char *path, struct kr_fs_stat *st)
 	return 0;
 }
 
-int __wrap_kr_port_fs_unlink(const char *path)
+int MEMFS_FN(unlink)(const char *path)
 {
 	struct memfs_name *e;
+	int r;
 
-	if (memfs_off())
-		return KR_EIO;
+	if ((r = memfs_off_op(MEMFS_OP_UNLINK)) != 0)
+		return r;
 	e = memfs_find(memfs.vdir, path);
 	if (!e)
 		return KR_ENOENT;
@@ -262,26 +316,26 @@ static int memfs_open(int ino, int writing)
 			memfs.fd[i].ino = ino;
 			memfs.fd[i].pos = 0;
 			memfs.fd[i].writing = writing;
-			return 100 + i;
+			return MEMFS_FD0 + i;
 		}
-	abort();
+	abort();                   /* more files open at once than the state directory ever needs */
 }
 
 static struct memfs_fd *memfs_fd(int fd)
 {
-	if (fd < 100 || fd >= 100 + MEMFS_FDS || memfs.fd[fd - 100].ino < 0)
+	if (fd < MEMFS_FD0 || fd >= MEMFS_FD0 + MEMFS_FDS || memfs.fd[fd - MEMFS_FD0].ino < 0)
 		abort();           /* the code under test used a descriptor it does not hold */
-	return &memfs.fd[fd - 100];
+	return &memfs.fd[fd - MEMFS_FD0];
 }
 
-int __wrap_kr_port_fs_open_read(const char *path)
+int MEMFS_FN(open_read)(const char *path)
 {
 	struct memfs_name *e = memfs_find(memfs.vdir, path);
 
 	return e ? memfs_open(e->ino, 0) : KR_ENOENT;
 }
 
-long __wrap_kr_port_fs_read(int fd, void *buf, size_t len)
+long MEMFS_FN(read)(int fd, void *buf, size_t len)
 {
 	struct memfs_fd *f = memfs_fd(fd);
 	struct memfs_inode *n = &memfs.ino[f->ino];
@@ -297,14 +351,14 @@ long __wrap_kr_port_fs_read(int fd, void *buf, size_t len)
 	return (long)len;
 }
 
-int __wrap_kr_port_fs_create(const char *path, unsigned mode)
+int MEMFS_FN(create)(const char *path, unsigned mode)
 {
 	struct memfs_name *e;
-	int i;
+	int i, r;
 
 	(void)mode;
-	if (memfs_off())
-		return KR_EIO;
+	if ((r = memfs_off_op(MEMFS_OP_CREATE)) != 0)
+		return r;
 	if (memfs_find(memfs.vdir, path))
 		return KR_EINVAL;
 	for (i = 0; i < MEMFS_INODES && memfs.ino[i].used; i++)
@@ -318,56 +372,61 @@ int __wrap_kr_port_fs_create(const char *path, unsigned mode)
 	return memfs_open(i, 1);
 }
 
-int __wrap_kr_port_fs_open_append(const char *path)
+int MEMFS_FN(open_append)(const char *path)
 {
 	struct memfs_name *e = memfs_find(memfs.vdir, path);
 
 	return e ? memfs_open(e->ino, 1) : KR_ENOENT;
 }
 
-int __wrap_kr_port_fs_write(int fd, const void *buf, size_t len)
+int MEMFS_FN(write)(int fd, const void *buf, size_t len)
 {
 	struct memfs_fd *f = memfs_fd(fd);
 	struct memfs_inode *n = &memfs.ino[f->ino];
+	int r;
 
-	if (memfs_off())
+	if ((r = memfs_off_op(MEMFS_OP_WRITE)) != 0)
+		return r;
+	if (!f->writing || n->vlen + len > MEMFS_BYTES) {
+		memfs.why = "No space left on device";
 		return KR_EIO;
-	if (!f->writing || n->vlen + len > MEMFS_BYTES)
-		return KR_EIO;
+	}
 	memcpy(n->v + n->vlen, buf, len);
 	n->vlen += len;
 	return 0;
 }
 
-int __wrap_kr_port_fs_sync(int fd)
+int MEMFS_FN(sync)(int fd)
 {
 	struct memfs_fd *f = memfs_fd(fd);
 	struct memfs_inode *n = &memfs.ino[f->ino];
+	int r;
 
-	if (memfs_off())
-		return KR_EIO;
+	if ((r = memfs_off_op(MEMFS_OP_SYNC)) != 0)
+		return r;
 	memcpy(n->d, n->v, n->vlen);
 	n->dlen = n->vlen;
 	return 0;
 }
 
-int __wrap_kr_port_fs_close(int fd)
+int MEMFS_FN(close)(int fd)
 {
 	struct memfs_fd *f = memfs_fd(fd);
-	int off = f->writing && memfs_off();
+	int r = f->writing ? memfs_off_op(MEMFS_OP_CLOSE) : 0;
 
 	/* The descriptor is gone either way, as on Linux. */
 	f->ino = -1;
 	memfs_gc();
-	return off ? KR_EIO : 0;
+	return r;
 }
 
-int __wrap_kr_port_fs_rename(const char *from, const char *to)
+int MEMFS_FN(rename)(const char *from, const char *to)
 {
 	struct memfs_name *a, *b;
+	int r;
 
-	if (memfs_off())
-		return KR_EIO;
+	if ((r = memfs_off_op(MEMFS_OP_RENAME)) != 0)
+		return r;
 	a = memfs_find(memfs.vdir, from);
 	if (!a)
 		return KR_EIO;
@@ -381,19 +440,21 @@ int __wrap_kr_port_fs_rename(const char *from, const char *to)
 	return 0;
 }
 
-int __wrap_kr_port_fs_sync_dir(const char *path)
+int MEMFS_FN(sync_dir)(const char *path)
 {
+	int r;
+
 	(void)path;
-	if (memfs_off())
-		return KR_EIO;
+	if ((r = memfs_off_op(MEMFS_OP_SYNC_DIR)) != 0)
+		return r;
 	memcpy(memfs.ddir, memfs.vdir, sizeof(memfs.ddir));
 	memfs_gc();
 	return 0;
 }
 
-const char *__wrap_kr_port_fs_error(void)
+const char *MEMFS_FN(error)(void)
 {
-	return "power is off";
+	return memfs.why;
 }
 
 #endif /* KR_TEST_MEMFS_H */

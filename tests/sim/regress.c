@@ -345,6 +345,212 @@ static const char *cut_reread(const struct kr_reflect *top)
 	return NULL;
 }
 
+/*
+ * A watch-list that never sent its end bookmark had put its events in the
+ * mirror and the outputs already, some newer than the resourceVersion it
+ * started from; the LIST it fell back to was at that older resourceVersion
+ * (exact, being paginated) and handed older versions out again as MODIFIED
+ * (seeds 179, 794, 845 once restarts joined).
+ */
+static void modify_first(void)
+{
+	kr_sim_update(KR_SIM_CONFIGMAPS, 0);
+}
+
+static void watch_list_fallback_older(struct scenario *sc)
+{
+	struct kr_sim_fault f;
+
+	server(1, 0);
+	configmaps(4);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->opts.watch_list = KR_WL_AUTO;
+	sc->opts.page_size = 2;
+	sc->opts.page_size_forced = 1;
+	sc->opts.initial_events_timeout_ms = 5000;
+	sc->opts.min_watch_timeout_s = 20;
+	/* The first watch-list as it should be; the second never ends its initial events. */
+	kr_sim_fault_none(&f);
+	script("sendInitialEvents", 1, 1, &f, NULL);
+	f.no_initial_end = 1;
+	script("sendInitialEvents", 1, 1, &f, modify_first);
+	/* The watch after the first sync ends with an ERROR that makes the reflector list again. */
+	kr_sim_fault_none(&f);
+	f.ev_fault = KR_SIM_EV_ERROR;
+	f.ev_code = 504;
+	f.too_large = 1;
+	script("watch=true", 1, 1, &f, NULL);
+}
+
+/*
+ * An object present but not held changes the mirror without an event, and
+ * the journal holds only what events named: a journal group after such a
+ * change gave the next start a mirror without it, at a resourceVersion that
+ * says it is there (seed 125). The next write after one is a snapshot.
+ */
+static void add_unheld(void)
+{
+	kr_sim_force_size(30000);
+	kr_sim_create(KR_SIM_CONFIGMAPS, 9);
+	kr_sim_force_size(0);
+}
+
+static void modify_small(void)
+{
+	kr_sim_force_size(100);
+	kr_sim_update(KR_SIM_CONFIGMAPS, 6);
+	kr_sim_force_size(0);
+}
+
+static void journal_not_held(struct scenario *sc)
+{
+	server(1, 1);
+	kr_sim_force_size(30000);
+	configmaps(2);
+	kr_sim_force_size(0);
+	configmaps(3);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->arena_bytes = 128 * 1024;
+	sc->state = 1;
+	sc->state_interval_s = 2;
+	kr_sim_at(10000, add_unheld);
+	kr_sim_at(20000, modify_small);
+	sc->nrestarts = 1;
+	sc->restarts[0].at = 30000;
+	sc->restarts[0].how = RS_KILL;
+	sc->restarts[0].down_ms = 1000;
+}
+
+static const char *restored_once(const struct kr_reflect *top)
+{
+	(void)top;
+	return sim_restarts()->restored == 1 ? NULL : "the snapshot was not restored";
+}
+
+/*
+ * The warm restart's promise (README "Restarts: the state directory"): a
+ * clean stop, nothing changed while down, the saved resourceVersion still
+ * served: no LIST, no watch-list, no event but the restored ones.
+ */
+static void warm_restart_silent(struct scenario *sc)
+{
+	server(1, 1);
+	configmaps(6);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->state = 1;
+	kr_sim_at(20000, modify_first);
+	sc->nrestarts = 1;
+	sc->restarts[0].at = 60000;
+	sc->restarts[0].how = RS_STOP;
+	sc->restarts[0].down_ms = 120000;
+	sc->restarts[0].variant = RV_CALM;
+	sc->restarts[0].window_ms = 3 * 60000;
+}
+
+static const char *warm_no_list(const struct kr_reflect *top)
+{
+	if (sim_restarts()->silent_checked != 1)
+		return "the restart was not checked as a warm one with nothing changed";
+	if (top->refl[0].lists != 0 || top->refl[0].relists != 0)
+		return "the restarted client listed";
+	return NULL;
+}
+
+/*
+ * Offline first: a crash, then the server refuses connections at restart;
+ * with max_stale_s the restored mirror counts as synced (restored), and
+ * goes live by a watch once the server is back.
+ */
+static void offline_start(struct scenario *sc)
+{
+	server(1, 1);
+	configmaps(5);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->state = 1;
+	sc->state_interval_s = 5;
+	sc->max_stale_s = 3600;
+	kr_sim_at(20000, modify_first);
+	sc->nrestarts = 1;
+	sc->restarts[0].at = 60000;
+	sc->restarts[0].how = RS_CRASH;
+	sc->restarts[0].reboot = KR_SIM_FS_DURABLE;
+	sc->restarts[0].down_ms = 30000;
+	sc->restarts[0].variant = RV_UNREACHABLE;
+	sc->restarts[0].outage = KR_SIM_REFUSE;
+	sc->restarts[0].window_ms = 90000;
+}
+
+static const char *synced_offline(const struct kr_reflect *top)
+{
+	if (sim_restarts()->offline_synced != 1)
+		return "the restored mirror was not reported synced (restored) while the server was unreachable";
+	if (!top->refl[0].synced || top->refl[0].lists != 0)
+		return "the mirror did not go live by a watch";
+	return NULL;
+}
+
+/*
+ * Changes while down, among them deletes and a delete-and-recreate, with
+ * the history compacted past the saved resourceVersion: one relist
+ * reconciled against the restored mirror, the deletes of the gap reported.
+ */
+static void changes_while_down(void)
+{
+	kr_sim_delete(KR_SIM_CONFIGMAPS, 3);
+	kr_sim_update(KR_SIM_CONFIGMAPS, 6);
+	kr_sim_delete(KR_SIM_CONFIGMAPS, 9);
+	kr_sim_create(KR_SIM_CONFIGMAPS, 9);
+	kr_sim_create(KR_SIM_CONFIGMAPS, 30);
+}
+
+static void restart_compacted(struct scenario *sc)
+{
+	server(0, 1);
+	configmaps(5);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->opts.watch_list = KR_WL_OFF;
+	sc->state = 1;
+	sc->state_interval_s = 5;
+	kr_sim_at(70000, changes_while_down);
+	sc->nrestarts = 1;
+	sc->restarts[0].at = 60000;
+	sc->restarts[0].how = RS_STOP;
+	sc->restarts[0].down_ms = 30000;
+	sc->restarts[0].variant = RV_COMPACT | RV_CALM;
+	sc->restarts[0].window_ms = 3 * 60000;
+}
+
+static const char *one_relist(const struct kr_reflect *top)
+{
+	if (sim_restarts()->restored != 1)
+		return "the snapshot was not restored";
+	if (top->refl[0].lists != 1)
+		return "not exactly one list after the 410 on the saved resourceVersion";
+	return NULL;
+}
+
+/* A snapshot written for another configuration (managedFields kept) is ignored whole. */
+static void other_config(struct scenario *sc)
+{
+	server(1, 1);
+	configmaps(4);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->state = 1;
+	sc->state_interval_s = 5;
+	sc->nrestarts = 1;
+	sc->restarts[0].at = 60000;
+	sc->restarts[0].how = RS_STOP;
+	sc->restarts[0].down_ms = 1000;
+	sc->restarts[0].variant = RV_OTHER_CONFIG;
+}
+
+static const char *ignored(const struct kr_reflect *top)
+{
+	(void)top;
+	return sim_restarts()->cold == 1 && sim_restarts()->restored == 0 ? NULL
+	       : "the snapshot of the other configuration was not ignored";
+}
+
 static const struct regression regressions[] = {
 	{ "continue-expired", "an object seen before the continue token expired, gone by the full list", continue_expired, NULL },
 	{ "dns-cache", "a reconnect within the DNS cache dialled 0.0.0.0", dns_cache, NULL },
@@ -361,6 +567,18 @@ static const struct regression regressions[] = {
 	  waited_long_wl },
 	{ "tail-cut-twice", "an object cut in the tail, renamed twice after, was taken for one too large",
 	  tail_cut_twice, cut_reread },
+	{ "watch-list-fallback-older", "a LIST after a watch-list without its end bookmark handed out older versions",
+	  watch_list_fallback_older, NULL },
+	{ "journal-not-held", "a journal group after an object present but not held changed restored a mirror without it",
+	  journal_not_held, restored_once },
+	{ "warm-restart-silent", "a warm restart with nothing changed: no LIST, no watch-list, no event",
+	  warm_restart_silent, warm_no_list },
+	{ "offline-start", "the server unreachable at restart: the restored mirror counts as synced (max_stale_s)",
+	  offline_start, synced_offline },
+	{ "restart-compacted", "changes while down past a compacted history: one relist, the gap's deletes reported",
+	  restart_compacted, one_relist },
+	{ "restart-other-config", "a snapshot written for another configuration is ignored whole",
+	  other_config, ignored },
 };
 
 const struct regression *sim_regressions(size_t *n)
