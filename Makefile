@@ -150,7 +150,7 @@ FUZZ_LDFLAGS_watch_path := $(NETSIM_WRAP)
 FUZZ_LDFLAGS_event_apply := $(NETSIM_WRAP)
 # The directory sink's file system calls, checked for confinement to its root.
 FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink rmdir rename create \
-	mkdir open_append)
+	mkdir open_append unlink_at rmdir_at rename_at create_at mkdir_at open_append_at)
 
 # The state directory's loader and snapshots, on the power-cut file system of tests/fuzz/memfs.h.
 STATE_WRAP := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,mkdir is_dir stat unlink open_read read \
