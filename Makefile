@@ -512,6 +512,8 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 #   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
 #   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
 #   make bench-restart    warm restart from --state-dir vs a cold start, flash per hour (tests/bench/restart.py)
+#   make bench-stall      the loop's worst stall with fsync slowed down: --dir each vs batch, state
+#                         snapshots of 1k/10k objects and journal groups (tests/bench/stall.py)
 #   make bench            kreflect against client-node and python3-kubernetes, one table,
 #                         build/bench/{table.md,results.json,bench.svg} (tests/bench/bench.py);
 #                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N
@@ -578,6 +580,14 @@ bench-restart: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory build/kreflect
 	$(Q)+$(MAKE) --no-print-directory relist-variant
 	$(Q)python3 tests/bench/restart.py
+
+# How late watch events reach stdout while fsync is 100 ms slower (the port's test hook
+# KREFLECT_FAULT_FSYNC_MS), side by side with 0 ms (tests/bench/stall.py; build/bench/stall.{md,json}).
+.PHONY: bench-stall
+bench-stall: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(MAKE) --no-print-directory build/kreflect
+	$(Q)+$(MAKE) --no-print-directory relist-variant
+	$(Q)python3 tests/bench/stall.py
 
 target-bench: $(BENCHES)
 
