@@ -154,7 +154,8 @@ FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink 
 
 # The state directory's loader and snapshots, on the power-cut file system of tests/fuzz/memfs.h.
 STATE_WRAP := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,mkdir is_dir stat unlink open_read read \
-	create open_append write sync close rename sync_dir error) -Wl,--wrap=kr_port_wall_seconds,--wrap=kr_port_log_write
+	create open_append write sync close rename sync_dir error commit_start commit_finish) \
+	-Wl,--wrap=kr_port_wall_seconds,--wrap=kr_port_log_write
 FUZZ_LDFLAGS_state_load := $(STATE_WRAP)
 FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 

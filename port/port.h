@@ -326,6 +326,26 @@ int kr_port_fs_rmdir_at(int dirfd, const char *name);
  */
 int kr_port_fs_sync_all(int fd);
 
+/*
+ * Finishes a written file in a child process, so that a slow device stalls
+ * the child and not the loop: fsync(fd); then, with tmp, rename(tmp, path);
+ * then, with dir, an fsync of directory dir; stopping at the first failure
+ * (the order the caller would follow inline). fd stays the caller's to close
+ * (the child holds its own). Returns a descriptor that becomes readable when
+ * the child is done, for kr_port_fs_commit_finish, or KR_EIO (no child: do
+ * the steps inline).
+ */
+int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir);
+
+/*
+ * The outcome of the commit started on cfd: KR_IO_WAIT (still running;
+ * never with wait, which blocks until the child is done), 0 (every step
+ * done), or KR_EIO with *step the step that failed (1 the fsync, 2 the
+ * rename, 3 the directory's fsync; kr_port_fs_error() says why). Unless
+ * KR_IO_WAIT, cfd is closed and the child collected.
+ */
+int kr_port_fs_commit_finish(int cfd, int wait, int *step);
+
 /* Text of the last failed kr_port_fs_ call (strerror of errno); static storage. */
 const char *kr_port_fs_error(void);
 

@@ -139,6 +139,9 @@ static const char usage[] =
 	"                                 with no list, and only the changes made meanwhile reach\n"
 	"                                 the outputs (default off; a firmware build may set\n"
 	"                                 KR_STATE_DIR_DEFAULT; \"\" turns it off)\n"
+	"  --state-sync child|inline      child (default): each state write's fsync and rename in a\n"
+	"                                 short-lived child process, the watches served meanwhile;\n"
+	"                                 inline: inside the loop\n"
 	"  --state-interval SECONDS       at most one snapshot per interval, none while nothing\n"
 	"                                 changed, one more at a clean stop (default 60)\n"
 	"  --max-stale SECONDS            when the server cannot be reached at start, a restored\n"
@@ -566,6 +569,10 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--state-interval must be 1 to 86400 seconds, not '%s'", v);
 			o->cfg.state_interval_s = (int)n;
+		} else if ((v = value_of(argc, argv, &i, "--state-sync", NULL))) {
+			if (strcmp(v, "child") != 0 && strcmp(v, "inline") != 0)
+				return usage_error("--state-sync must be child or inline, not '%s'", v);
+			o->cfg.state_sync_inline = strcmp(v, "inline") == 0;
 		} else if ((v = value_of(argc, argv, &i, "--max-stale", NULL))) {
 			long n = kr_parse_num(v, 0, 86400L * 3650);
 

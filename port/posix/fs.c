@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,7 +28,7 @@ static int fs_errno;
  */
 static long fault_ms = -1;
 
-static void fault_delay(void)
+static void fault_init(void)
 {
 	if (fault_ms < 0) {
 		const char *v = getenv("KREFLECT_FAULT_FSYNC_MS");
@@ -42,6 +44,11 @@ static void fault_delay(void)
 			kr_port_log_write(msg, sizeof(msg) - 1);
 		}
 	}
+}
+
+static void fault_delay(void)
+{
+	fault_init();
 	if (fault_ms > 0) {
 		struct timespec ts = { fault_ms / 1000, (fault_ms % 1000) * 1000000L };
 
@@ -463,4 +470,111 @@ int kr_port_fs_sync_all(int fd)
 		return KR_EIO;
 	}
 	return 0;
+}
+
+/* --- commits in a child ------------------------------------------------------------- */
+
+struct commit_slot {
+	int fd;
+	pid_t pid;
+};
+
+static struct commit_slot committing[2] = {{-1, 0}, {-1, 0}};
+
+int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir)
+{
+	int p[2];
+	pid_t pid;
+	size_t i;
+
+	for (i = 0; i < sizeof(committing) / sizeof(committing[0]); i++)
+		if (committing[i].fd < 0)
+			break;
+	if (i == sizeof(committing) / sizeof(committing[0])) {
+		fs_errno = EBUSY;
+		return KR_EIO;
+	}
+	fault_init();  /* once, here: the child only sleeps */
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		fs_errno = errno;
+		return KR_EIO;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fs_errno = errno;
+		close(p[0]);
+		close(p[1]);
+		return KR_EIO;
+	}
+	if (pid == 0) {
+		/* The child never returns into kreflect's code: two ints down the pipe, _exit. */
+		int msg[2] = { 0, 0 }, dfd;
+
+		close(p[0]);
+		fault_delay();
+		if (fsync(fd) != 0) {
+			msg[0] = 1;
+		} else if (tmp && rename(tmp, path) != 0) {
+			msg[0] = 2;
+		} else if (dir) {
+			dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			fault_delay();
+			if (dfd < 0 || fsync(dfd) != 0)
+				msg[0] = 3;
+		}
+		msg[1] = msg[0] ? errno : 0;
+		if (write(p[1], msg, sizeof(msg)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	committing[i].fd = p[0];
+	committing[i].pid = pid;
+	return p[0];
+}
+
+int kr_port_fs_commit_finish(int cfd, int wait, int *step)
+{
+	int msg[2] = { 1, EIO };
+	ssize_t n;
+	size_t s;
+
+	*step = 0;
+	for (s = 0; s < sizeof(committing) / sizeof(committing[0]); s++)
+		if (committing[s].fd == cfd)
+			break;
+	if (s == sizeof(committing) / sizeof(committing[0])) {
+		fs_errno = EBADF;
+		*step = 1;
+		return KR_EIO;
+	}
+	for (;;) {
+		n = read(cfd, msg, sizeof(msg));
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		if (!wait)
+			return KR_IO_WAIT;
+		if (errno == EAGAIN) {
+			struct pollfd pf = { cfd, POLLIN, 0 };
+
+			poll(&pf, 1, -1);
+		}
+	}
+	/* Already collected by a SIGCHLD handler that reaps every child: ECHILD, harmless. */
+	while (waitpid(committing[s].pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(cfd);
+	committing[s].fd = -1;
+	committing[s].pid = 0;
+	if (n != (ssize_t)sizeof(msg)) {
+		/* The child died before it could say: nothing is known to be durable. */
+		*step = 1;
+		fs_errno = EIO;
+		return KR_EIO;
+	}
+	if (msg[0] == 0)
+		return 0;
+	*step = msg[0];
+	fs_errno = msg[1];
+	return KR_EIO;
 }

@@ -175,6 +175,22 @@ int kr_port_fs_rename_at(int fromfd, const char *from, int tofd, const char *to)
 int kr_port_fs_unlink_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
 int kr_port_fs_rmdir_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
 int kr_port_fs_sync_all(int fd) { (void)fd; return KR_EIO; }
+/* No child processes here: the state directory commits inline. */
+int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir)
+{
+	(void)fd;
+	(void)tmp;
+	(void)path;
+	(void)dir;
+	return KR_EIO;
+}
+int kr_port_fs_commit_finish(int cfd, int wait, int *step)
+{
+	(void)cfd;
+	(void)wait;
+	*step = 1;
+	return KR_EIO;
+}
 
 int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
 		  size_t len, char *why, size_t size)

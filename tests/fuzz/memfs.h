@@ -213,6 +213,8 @@ int __wrap_kr_port_fs_sync(int fd);
 int __wrap_kr_port_fs_close(int fd);
 int __wrap_kr_port_fs_rename(const char *from, const char *to);
 int __wrap_kr_port_fs_sync_dir(const char *path);
+int __wrap_kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir);
+int __wrap_kr_port_fs_commit_finish(int cfd, int wait, int *step);
 const char *__wrap_kr_port_fs_error(void);
 
 int __wrap_kr_port_fs_mkdir(const char *path, unsigned mode)
@@ -389,6 +391,39 @@ int __wrap_kr_port_fs_sync_dir(const char *path)
 	memcpy(memfs.ddir, memfs.vdir, sizeof(memfs.ddir));
 	memfs_gc();
 	return 0;
+}
+
+/*
+ * The child process of a commit, played here: its steps in its order
+ * (fsync, rename, directory fsync), each a boundary where the power may go
+ * off, as inline; the outcome waits for kr_port_fs_commit_finish.
+ */
+static int memfs_commit_step = -1;
+
+#define MEMFS_COMMIT_FD 4000
+
+int __wrap_kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir)
+{
+	int step = 0;
+
+	if (__wrap_kr_port_fs_sync(fd) < 0)
+		step = 1;
+	else if (tmp && __wrap_kr_port_fs_rename(tmp, path) < 0)
+		step = 2;
+	else if (dir && __wrap_kr_port_fs_sync_dir(dir) < 0)
+		step = 3;
+	memfs_commit_step = step;
+	return MEMFS_COMMIT_FD;
+}
+
+int __wrap_kr_port_fs_commit_finish(int cfd, int wait, int *step)
+{
+	(void)wait;
+	if (cfd != MEMFS_COMMIT_FD || memfs_commit_step < 0)
+		abort();
+	*step = memfs_commit_step;
+	memfs_commit_step = -1;
+	return *step ? KR_EIO : 0;
 }
 
 const char *__wrap_kr_port_fs_error(void)

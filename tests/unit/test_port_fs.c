@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kreflect.h"
@@ -205,4 +206,74 @@ KR_TEST(portfs, open_dir_root)
 	check(fd >= 0);
 	kr_port_fs_close(fd);
 	return 0;
+}
+
+/* Writes "new" to a fresh file at path; returns its descriptor (open) or -1. */
+static int fresh(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd >= 0 && write(fd, "new", 3) != 3) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int body_commit(void)
+{
+	char tmp[400], path[400], p2[400];
+	char b[8];
+	int fd, cfd, step = -1, r, rfd;
+
+	snprintf(tmp, sizeof(tmp), "%s/state.tmp", inside);
+	snprintf(path, sizeof(path), "%s/state", inside);
+	fd = fresh(tmp);
+	check(fd >= 0);
+	/* fsync, rename, directory fsync in a child; the caller closes its copy at once. */
+	cfd = kr_port_fs_commit_start(fd, tmp, path, inside);
+	close(fd);
+	check(cfd >= 0);
+	r = kr_port_fs_commit_finish(cfd, 1, &step);
+	check(r == 0 && step == 0);
+	rfd = open(path, O_RDONLY);
+	check(rfd >= 0);
+	r = (int)read(rfd, b, sizeof(b));
+	close(rfd);
+	check(r == 3 && memcmp(b, "new", 3) == 0);
+	check(access(tmp, F_OK) != 0);
+	/* Only the fsync (a journal append): nothing renamed. */
+	fd = fresh(tmp);
+	check(fd >= 0);
+	cfd = kr_port_fs_commit_start(fd, NULL, NULL, NULL);
+	close(fd);
+	check(cfd >= 0);
+	while ((r = kr_port_fs_commit_finish(cfd, 0, &step)) == KR_IO_WAIT) {
+		struct timespec ts = { 0, 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	check(r == 0 && access(tmp, F_OK) == 0);
+	/* The rename fails (no such directory): step 2, and the reason. */
+	snprintf(p2, sizeof(p2), "%s/missing/state", inside);
+	fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	check(fd >= 0);
+	cfd = kr_port_fs_commit_start(fd, tmp, p2, inside);
+	close(fd);
+	check(cfd >= 0);
+	r = kr_port_fs_commit_finish(cfd, 1, &step);
+	check(r == KR_EIO && step == 2 && strstr(kr_port_fs_error(), "No such file") != NULL);
+	/* An unknown descriptor is an error, not a wait. */
+	check(kr_port_fs_commit_finish(12345, 0, &step) == KR_EIO);
+	return 0;
+}
+
+KR_TEST(portfs, commit_in_a_child_in_order)
+{
+	int r;
+
+	check(setup() == 0);
+	r = body_commit();
+	teardown();
+	return r;
 }
