@@ -1129,6 +1129,24 @@ def t_swaps_while_writing(s):
         check(all(ln.startswith("kreflect: ") for ln in refused), "%s: a malformed error line: %s" % (mode, refused[:2]))
 
 
+@scenario("SyncModeFlagsChecked", 2)
+def t_sync_flags(s):
+    """--dir-sync and --state-sync take their two words only: anything else
+    is a usage error (exit 2) naming the flag, before anything is written."""
+    out = s.path("out")
+    bad = []
+    for args, flag in ((["--dir", out, "--dir-sync", "sometimes"], "--dir-sync"),
+                       (["--dir", out, "--dir-sync", ""], "--dir-sync"),
+                       (["--state-dir", s.path("state"), "--state-sync", "thread"], "--state-sync")):
+        p = subprocess.run([e2e.BIN, "--server", "https://127.0.0.1:1"] + args + ["configmaps"],
+                           capture_output=True, timeout=10, env=e2e.hermetic_env(s.dir))
+        err = p.stderr.decode("utf-8", "replace")
+        if p.returncode != 2 or flag not in err or p.stdout:
+            bad.append("%s -> exit %s, %r" % (" ".join(args[-2:]), p.returncode, err.strip()[:160]))
+    check(not bad, "\n".join(bad))
+    check(not os.path.exists(out) and not os.path.exists(s.path("state")), "a bad flag still created a directory")
+
+
 HOSTILE_KEYS = {
     ".": "is '.' or '..'",
     "..": "is '.' or '..'",
