@@ -814,7 +814,7 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	char tmp[KR_DIRSINK_NAME_MAX + 1], sp[SHOWN_PATH];
 	const char *shown = short_path(&sp, rel);
 	struct kr_fs_stat st;
-	int dfd, fd, r;
+	int dfd, fd, r, batched;
 
 	if (d->batch)
 		cancel_pending(d, rel);
@@ -846,8 +846,14 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 			       : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
 		goto error;
 	}
-	r = finish_tmp(dfd, fd, tmp, buf, len, !d->batch);
-	if (r == 0 && d->batch) {
+	/*
+	 * The batch's syncfs covers the root's file system only: a file on another
+	 * one mounted below the root is synced on its own, as with batch off.
+	 */
+	batched = d->batch && d->rootdev_known && kr_port_fs_stat_at(dfd, tmp, &st) == 0 &&
+		  st.dev == d->rootdev;
+	r = finish_tmp(dfd, fd, tmp, buf, len, !batched);
+	if (r == 0 && batched) {
 		struct kr_dirsink_pending *p = &d->pending[d->npending++];
 
 		kr_snprintf(p->rel, sizeof(p->rel), "%s", rel);
@@ -857,17 +863,25 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 		       len, o->ev->resource, o->ev->key);
 		return 0;
 	}
+	/* Not batched in batch mode: the manifest lines appended so far are made durable first. */
+	if (r == 0 && d->batch && kr_port_fs_sync_all(d->rootfd) < 0) {
+		kr_port_fs_unlink_at(dfd, tmp);
+		r = KR_EIO;
+	}
 	if (r == 0 && kr_port_fs_rename_at(dfd, tmp, dfd, base) < 0) {
 		kr_port_fs_unlink_at(dfd, tmp);
 		r = KR_EIO;
 	}
+	if (r == 0 && d->batch && kr_port_fs_sync(dfd) < 0)
+		r = KR_EIO;  /* renamed, but not known to be durable */
 	if (r < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, kr_port_fs_error());
 		goto error;
 	}
 	close_dir(d, dfd);
-	dir_dirty(d, o->dir);
+	if (!d->batch)
+		dir_dirty(d, o->dir);
 	d->stats.written++;
 	note_change(d, rel);
 	kr_log(KR_LOG_DEBUG, "wrote %s (%zu bytes) for %s %s", shown, len, o->ev->resource,
@@ -1659,6 +1673,14 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 		kr_port_fs_close(d->rootfd);
 		d->rootfd = -1;
 		return r;
+	}
+	/* The root's file system, which the batch's syncfs covers (the manifest is on it). */
+	{
+		struct kr_fs_stat ms;
+
+		d->rootdev_known = kr_port_fs_stat_at(d->rootfd, KR_DIRSINK_MANIFEST, &ms) == 0 &&
+				   ms.type == KR_FS_FILE;
+		d->rootdev = ms.dev;
 	}
 	d->ready = 1;
 	kr_log(KR_LOG_INFO, "writing files to %s (%zu owned from an earlier run)", o->path, d->nlive);

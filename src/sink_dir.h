@@ -181,6 +181,8 @@ struct kr_dirsink {
 	int rootfd;                    /* the root, opened once: every call is relative to it */
 	int batch;
 	int unsynced;                  /* batch: entries changed since the last flush */
+	int rootdev_known;
+	uint64_t rootdev;              /* the root's file system: files on another are not batched */
 	size_t npending;
 	char annotation[KR_DIRSINK_NAME_MAX + 64];
 	int syncdir_set;

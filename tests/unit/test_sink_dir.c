@@ -1143,3 +1143,20 @@ DIR_TEST(batch_link_swapped_in_before_the_flush_is_never_followed)
 	check(D.stats.errors == 1);
 	return 0;
 }
+
+DIR_TEST(batch_file_on_another_file_system_is_synced_on_its_own)
+{
+	check(open_sink_mode(0, 0, 1) == 0);
+	check(D.rootdev_known);
+	/* As if the root's file system were another than the file's: the batch's syncfs would not cover it. */
+	D.rootdev ^= 1;
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	check(D.npending == 0);
+	check(holds_str("a", "1") && count_named(root, ".kreflect-tmp-") == 0);
+	check(D.stats.written == 1 && D.stats.errors == 0);
+	D.rootdev ^= 1;
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"2\"}"));
+	check(D.npending == 1 && holds_str("a", "1"));
+	check(kr_dirsink_flush(&D) == 0 && holds_str("a", "2"));
+	return 0;
+}
