@@ -150,11 +150,12 @@ FUZZ_LDFLAGS_watch_path := $(NETSIM_WRAP)
 FUZZ_LDFLAGS_event_apply := $(NETSIM_WRAP)
 # The directory sink's file system calls, checked for confinement to its root.
 FUZZ_LDFLAGS_dir_manifest := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,unlink rmdir rename create \
-	mkdir open_append)
+	mkdir open_append unlink_at rmdir_at rename_at create_at mkdir_at open_append_at)
 
 # The state directory's loader and snapshots, on the power-cut file system of tests/fuzz/memfs.h.
 STATE_WRAP := $(patsubst %,-Wl$(comma)--wrap=kr_port_fs_%,mkdir is_dir stat unlink open_read read \
-	create open_append write sync close rename sync_dir error) -Wl,--wrap=kr_port_wall_seconds,--wrap=kr_port_log_write
+	create open_append write sync close rename sync_dir error commit_start commit_finish) \
+	-Wl,--wrap=kr_port_wall_seconds,--wrap=kr_port_log_write
 FUZZ_LDFLAGS_state_load := $(STATE_WRAP)
 FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 
@@ -512,6 +513,8 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 #   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
 #   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
 #   make bench-restart    warm restart from --state-dir vs a cold start, flash per hour (tests/bench/restart.py)
+#   make bench-stall      the loop's worst stall with fsync slowed down: --dir each vs batch, state
+#                         snapshots of 1k/10k objects and journal groups (tests/bench/stall.py)
 #   make bench            kreflect against client-node and python3-kubernetes, one table,
 #                         build/bench/{table.md,results.json,bench.svg} (tests/bench/bench.py);
 #                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N
@@ -578,6 +581,14 @@ bench-restart: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory build/kreflect
 	$(Q)+$(MAKE) --no-print-directory relist-variant
 	$(Q)python3 tests/bench/restart.py
+
+# How late watch events reach stdout while fsync is 100 ms slower (the port's test hook
+# KREFLECT_FAULT_FSYNC_MS), side by side with 0 ms (tests/bench/stall.py; build/bench/stall.{md,json}).
+.PHONY: bench-stall
+bench-stall: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(MAKE) --no-print-directory build/kreflect
+	$(Q)+$(MAKE) --no-print-directory relist-variant
+	$(Q)python3 tests/bench/stall.py
 
 target-bench: $(BENCHES)
 

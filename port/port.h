@@ -284,6 +284,68 @@ int kr_port_fs_rmdir(const char *path);
 /* Flushes directory path (its entries: renames, removals) to the device. Returns 0 or KR_EIO. */
 int kr_port_fs_sync_dir(const char *path);
 
+/*
+ * The same calls relative to an open directory, for the directory sink: a
+ * tree someone else can change (a subdirectory swapped for a symbolic link
+ * between a check and a write) can never redirect them outside it. name is
+ * always one component: "", ".", ".." and any name with a '/' are refused
+ * with KR_EINVAL, and no call follows a symbolic link at name. Descriptors
+ * are closed with kr_port_fs_close.
+ */
+
+/* Opens directory path (following links: the caller's own root). fd, KR_ENOENT, KR_EINVAL (not a directory), KR_EIO. */
+int kr_port_fs_open_dir(const char *path);
+
+/* Opens the subdirectory name of dirfd. fd, KR_ENOENT, KR_EINVAL (a link, not a directory), KR_EIO. */
+int kr_port_fs_open_dir_at(int dirfd, const char *name);
+
+/* Describes name in dirfd (never followed). 0 (st->type KR_FS_NONE if absent) or KR_EINVAL, KR_EIO. */
+int kr_port_fs_stat_at(int dirfd, const char *name, struct kr_fs_stat *st);
+
+/* Creates directory name in dirfd with exactly mode. 0, 1 (something is there), KR_ENOENT, KR_EINVAL, KR_EIO. */
+int kr_port_fs_mkdir_at(int dirfd, const char *name, unsigned mode);
+
+/* As kr_port_fs_open_read, kr_port_fs_create and kr_port_fs_open_append, for name in dirfd. */
+int kr_port_fs_open_read_at(int dirfd, const char *name);
+int kr_port_fs_create_at(int dirfd, const char *name, unsigned mode);
+int kr_port_fs_open_append_at(int dirfd, const char *name);
+
+/* Renames from in fromfd over to in tofd. Returns 0, KR_EINVAL, KR_EIO. */
+int kr_port_fs_rename_at(int fromfd, const char *from, int tofd, const char *to);
+
+/* Removes the file (or link) name in dirfd. Returns 0, KR_ENOENT, KR_EINVAL, KR_EIO. */
+int kr_port_fs_unlink_at(int dirfd, const char *name);
+
+/* Removes the empty directory name in dirfd. Returns 0, KR_ENOENT, KR_EINVAL, KR_EIO (also not empty). */
+int kr_port_fs_rmdir_at(int dirfd, const char *name);
+
+/*
+ * Flushes everything written to the file system that holds fd (syncfs): one
+ * call for a batch of files and directories instead of an fsync each.
+ * Returns 0 or KR_EIO.
+ */
+int kr_port_fs_sync_all(int fd);
+
+/*
+ * Finishes a written file in a child process, so that a slow device stalls
+ * the child and not the loop: fsync(fd); then, with tmp, rename(tmp, path);
+ * then, with dir, an fsync of directory dir; stopping at the first failure
+ * (the order the caller would follow inline). fd stays the caller's to close
+ * (the child holds its own). Returns a descriptor that becomes readable when
+ * the child is done, for kr_port_fs_commit_finish, or KR_EIO (no child: do
+ * the steps inline).
+ */
+int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir);
+
+/*
+ * The outcome of the commit started on cfd: KR_IO_WAIT (still running;
+ * never with wait, which blocks until the child is done), 0 (every step
+ * done), or KR_EIO with *step the step that failed (1 the fsync, 2 the
+ * rename, 3 the directory's fsync; kr_port_fs_error() says why). Unless
+ * KR_IO_WAIT, cfd is closed and the child collected.
+ */
+int kr_port_fs_commit_finish(int cfd, int wait, int *step);
+
 /* Text of the last failed kr_port_fs_ call (strerror of errno); static storage. */
 const char *kr_port_fs_error(void);
 

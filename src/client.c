@@ -810,6 +810,7 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 		if (c->cfg.state_interval_s)
 			so.interval_ms = c->cfg.state_interval_s * 1000;
 		so.max_stale_s = c->cfg.max_stale_s;
+		so.commit_inline = c->cfg.state_sync_inline;
 		r = kr_state_init(&c->persist, &c->top, &c->loop, &so, err, errlen);
 		if (r != 0)
 			return KR_EINVAL;      /* a state directory that cannot be used: configuration */

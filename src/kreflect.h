@@ -124,6 +124,8 @@ struct kr_config {
 	int state_interval_s;          /* at most one write per interval; 0: 60 */
 	long max_stale_s;              /* server unreachable at start: a restored mirror this young
 					  counts as synced; -1 (default): never */
+	int state_sync_inline;         /* 1: each write's fsync and rename inside the loop; 0
+					  (default): in a short-lived child, the loop goes on */
 
 	/* capacities (0: the compile-time default); never above the compile-time ceiling */
 	size_t max_objects;            /* objects indexed, held or not, over all resources */

@@ -20,6 +20,16 @@ int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
 	return 0;
 }
 
+int kr_loop_before_timers(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
+{
+	if (loop->ntimer_hooks >= KR_LOOP_MAX_HOOKS)
+		return KR_ENOSPC;
+	loop->timer_hooks[loop->ntimer_hooks].fn = fn;
+	loop->timer_hooks[loop->ntimer_hooks].arg = arg;
+	loop->ntimer_hooks++;
+	return 0;
+}
+
 static void signal_ready(struct kr_loop *loop, struct kr_source *s, int got)
 {
 	int sig;
@@ -119,6 +129,8 @@ static int fire_due(struct kr_loop *loop, kr_ms_t now)
 	for (i = 0; i < loop->ntimers; i++)
 		if (loop->timers[i]->deadline <= now)
 			due[n++] = loop->timers[i];
+	for (i = 0; n > 0 && i < loop->ntimer_hooks; i++)
+		loop->timer_hooks[i].fn(loop->timer_hooks[i].arg);
 	for (i = 0; i < n; i++) {
 		/* Skip one cancelled or moved into the future by an earlier callback. */
 		if (!due[i]->armed || due[i]->deadline > now)

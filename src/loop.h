@@ -62,6 +62,11 @@ struct kr_loop {
 		void *arg;
 	} hooks[KR_LOOP_MAX_HOOKS];    /* run before a poll() that may sleep */
 	int nhooks;
+	struct {
+		int (*fn)(void *arg);
+		void *arg;
+	} timer_hooks[KR_LOOP_MAX_HOOKS]; /* run before due timers fire */
+	int ntimer_hooks;
 	int stop;                      /* set to leave kr_loop_run */
 	unsigned long wakeups;         /* poll() returns, for the idle test */
 	unsigned long passes;          /* loop passes, counting pending-only ones */
@@ -76,6 +81,14 @@ void kr_loop_init(struct kr_loop *loop);
  * such as output written in batches. Returns 0 or KR_ENOSPC.
  */
 int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg);
+
+/*
+ * Runs fn(arg) in a pass that has due timers, before they fire: for work
+ * gathered in the pass that a timer's callback must find done, such as
+ * files renamed into place before a debounced hook runs. Returns 0 or
+ * KR_ENOSPC.
+ */
+int kr_loop_before_timers(struct kr_loop *loop, int (*fn)(void *arg), void *arg);
 
 /*
  * Opens the signal descriptor (SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1,

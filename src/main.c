@@ -116,6 +116,9 @@ static const char usage[] =
 	"                                 kreflect.io/target-dir; \"\" turns it off)\n"
 	"  --file-mode MODE               mode of files written (octal, default 0644)\n"
 	"  --secret-file-mode MODE        mode of Secret data files (octal, default 0600)\n"
+	"  --dir-sync batch|each          batch (default): the files of a loop pass made durable\n"
+	"                                 with one file system sync before their renames and one\n"
+	"                                 after; each: fsync of every file and directory in turn\n"
 	"  --exec 'CMD ARGS'              after changes, run CMD (no shell; write sh -c '...' for one)\n"
 	"                                 with KREFLECT_EVENTS=<count> and the changed\n"
 	"                                 resource/namespace/name keys on stdin; never two at once\n"
@@ -136,6 +139,9 @@ static const char usage[] =
 	"                                 with no list, and only the changes made meanwhile reach\n"
 	"                                 the outputs (default off; a firmware build may set\n"
 	"                                 KR_STATE_DIR_DEFAULT; \"\" turns it off)\n"
+	"  --state-sync child|inline      child (default): each state write's fsync and rename in a\n"
+	"                                 short-lived child process, the watches served meanwhile;\n"
+	"                                 inline: inside the loop\n"
 	"  --state-interval SECONDS       at most one snapshot per interval, none while nothing\n"
 	"                                 changed, one more at a clean stop (default 60)\n"
 	"  --max-stale SECONDS            when the server cannot be reached at start, a restored\n"
@@ -216,6 +222,7 @@ struct options {
 	int once;
 	int timeout_s;
 	struct kr_dirsink_opts dir;
+	int dir_sync_each;             /* --dir-sync each: an fsync per file, inside the event */
 	struct kr_notify_opts notify;
 	const char *http_post;
 	const struct kr_http_post_opts *post_opts;  /* NULL: --http-post's own */
@@ -488,6 +495,10 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				o->dir.layout_object = 1;
 			else
 				return usage_error("--dir-layout must be flat or object, not '%s'", v);
+		} else if ((v = value_of(argc, argv, &i, "--dir-sync", NULL))) {
+			if (strcmp(v, "batch") != 0 && strcmp(v, "each") != 0)
+				return usage_error("--dir-sync must be batch or each, not '%s'", v);
+			o->dir_sync_each = strcmp(v, "each") == 0;
 		} else if ((v = value_of(argc, argv, &i, "--dir-annotation", NULL))) {
 			o->dir.annotation = v;
 		} else if ((v = value_of(argc, argv, &i, "--file-mode", NULL)) ||
@@ -560,6 +571,10 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--state-interval must be 1 to 86400 seconds, not '%s'", v);
 			o->cfg.state_interval_s = (int)n;
+		} else if ((v = value_of(argc, argv, &i, "--state-sync", NULL))) {
+			if (strcmp(v, "child") != 0 && strcmp(v, "inline") != 0)
+				return usage_error("--state-sync must be child or inline, not '%s'", v);
+			o->cfg.state_sync_inline = strcmp(v, "inline") == 0;
 		} else if ((v = value_of(argc, argv, &i, "--max-stale", NULL))) {
 			long n = kr_parse_num(v, 0, 86400L * 3650);
 
@@ -903,6 +918,7 @@ int main(int argc, char **argv)
 			o.dir.scopes = kr_client_resource(client, 0);
 			o.dir.nscopes = nres;
 		}
+		o.dir.batch = !o.dir_sync_each;
 		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
 			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
 			return EXIT_USAGE;
@@ -950,6 +966,11 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
 	}
+	if (o.dir.path) {
+		/* The batch's files in place before the loop sleeps and before any timer (a hook). */
+		kr_loop_before_poll(loop, kr_dirsink_flush, &dirsink);
+		kr_loop_before_timers(loop, kr_dirsink_flush, &dirsink);
+	}
 	/* The outputs are in place before the start: a restored mirror reaches them first. */
 	r = kr_client_start(client, err, sizeof(err));
 	if (r != 0) {
@@ -990,6 +1011,8 @@ int main(int argc, char **argv)
 	}
 	restored_warnings();
 	kr_client_stop(client);                /* closes the endpoint, writes the last snapshot */
+	if (o.dir.path)
+		kr_dirsink_close(&dirsink);    /* the last batch of files in place */
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
 	if (o.once && !once_failed && kr_client_ready(client) > 0 && partial_mirror())

@@ -147,6 +147,14 @@ static void dirname_of(const char *path, char *out, size_t size)
 	out[n] = '\0';
 }
 
+/* The last component of path. */
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 /* s[0..len) made fit for a log line: control bytes as '?', cut at 64 with "...". */
 static const char *printable(char *out, size_t size, const char *s, size_t len)
 {
@@ -317,37 +325,38 @@ static int put_line(char *buf, size_t *len, size_t size, const char *const *fiel
 }
 
 /*
- * Creates a temporary file next to where full will be, trying a few numbers.
- * Returns the descriptor (its path in tmp) or a negative KR_E code.
+ * Creates a temporary file in directory dirfd for base, trying a few numbers.
+ * Returns the descriptor (its name in tmp) or a negative KR_E code.
  */
-static int create_tmp(struct kr_dirsink *d, const char *dir, const char *base, unsigned mode,
+static int create_tmp(struct kr_dirsink *d, int dirfd, const char *base, unsigned mode,
 		      char *tmp, size_t size)
 {
 	int i, fd = KR_EINVAL;
 
 	for (i = 0; i < TMP_TRIES && fd == KR_EINVAL; i++) {
-		int n = dir[0] ? kr_snprintf(tmp, size, "%s/" TMP_PREFIX "%.200s-%lu", dir, base,
-					  d->tmp_seq++)
-			       : kr_snprintf(tmp, size, TMP_PREFIX "%.200s-%lu", base, d->tmp_seq++);
+		int n = kr_snprintf(tmp, size, TMP_PREFIX "%.200s-%lu", base, d->tmp_seq++);
 
 		if (n < 0 || (size_t)n >= size)
 			return KR_ETOOBIG;
-		fd = kr_port_fs_create(tmp, mode);
+		fd = kr_port_fs_create_at(dirfd, tmp, mode);
 	}
 	return fd;
 }
 
-/* Writes buf[0..len) to fd, syncs and closes it; on failure removes tmp. 0 or KR_EIO. */
-static int finish_tmp(int fd, const char *tmp, const void *buf, size_t len)
+/*
+ * Writes buf[0..len) to fd, syncs it (with sync) and closes it; on failure
+ * removes tmp from dirfd. 0 or KR_EIO.
+ */
+static int finish_tmp(int dirfd, int fd, const char *tmp, const void *buf, size_t len, int sync)
 {
 	int r = kr_port_fs_write(fd, buf, len);
 
-	if (r == 0)
+	if (r == 0 && sync)
 		r = kr_port_fs_sync(fd);
 	if (kr_port_fs_close(fd) < 0 && r == 0)
 		r = KR_EIO;
 	if (r < 0)
-		kr_port_fs_unlink(tmp);
+		kr_port_fs_unlink_at(dirfd, tmp);
 	return r;
 }
 
@@ -358,7 +367,7 @@ static int finish_tmp(int fd, const char *tmp, const void *buf, size_t len)
  */
 static int manifest_write(struct kr_dirsink *d)
 {
-	char path[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_PATH_MAX];
+	char path[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_NAME_MAX + 1];
 	const char *header = KR_DIRSINK_MANIFEST_HEADER "\n";
 	size_t i, len;
 	int fd, r = 0;
@@ -366,7 +375,7 @@ static int manifest_write(struct kr_dirsink *d)
 	d->rewrite = 1;
 	if (manifest_path(d, path, sizeof(path)) < 0)
 		return KR_EIO;
-	fd = create_tmp(d, d->root, "manifest", KR_DIRSINK_MANIFEST_MODE, tmp, sizeof(tmp));
+	fd = create_tmp(d, d->rootfd, "manifest", KR_DIRSINK_MANIFEST_MODE, tmp, sizeof(tmp));
 	if (fd < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s: %s", path,
 		       fd == KR_EINVAL ? "no free temporary file name" : kr_port_fs_error());
@@ -393,16 +402,17 @@ static int manifest_write(struct kr_dirsink *d)
 	}
 	if (r < 0) {
 		kr_port_fs_close(fd);
-		kr_port_fs_unlink(tmp);
+		kr_port_fs_unlink_at(d->rootfd, tmp);
 	} else {
-		r = finish_tmp(fd, tmp, d->chunk, len);
+		/* Always durable before the rename, also in batch mode: it is the record of ownership. */
+		r = finish_tmp(d->rootfd, fd, tmp, d->chunk, len, 1);
 	}
-	if (r == 0 && kr_port_fs_rename(tmp, path) < 0) {
-		kr_port_fs_unlink(tmp);
+	if (r == 0 && kr_port_fs_rename_at(d->rootfd, tmp, d->rootfd, KR_DIRSINK_MANIFEST) < 0) {
+		kr_port_fs_unlink_at(d->rootfd, tmp);
 		r = KR_EIO;
 	}
 	if (r == 0)
-		r = kr_port_fs_sync_dir(d->root);
+		r = kr_port_fs_sync(d->rootfd);
 	if (r < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s: %s", path, kr_port_fs_error());
 		return KR_EIO;
@@ -429,7 +439,7 @@ static int journal_flush(struct kr_dirsink *d)
 		return 0;
 	if (manifest_path(d, path, sizeof(path)) < 0)
 		return KR_EIO;
-	fd = kr_port_fs_open_append(path);
+	fd = kr_port_fs_open_append_at(d->rootfd, KR_DIRSINK_MANIFEST);
 	if (fd == KR_ENOENT)
 		return manifest_write(d);  /* removed under us: write it whole */
 	if (fd < 0) {
@@ -437,8 +447,11 @@ static int journal_flush(struct kr_dirsink *d)
 		return KR_EIO;
 	}
 	r = kr_port_fs_write(fd, d->journal, d->jlen);
-	if (r == 0)
+	/* Batch mode: the flush's sync makes the lines durable before any file they own appears. */
+	if (r == 0 && !d->batch)
 		r = kr_port_fs_sync(fd);
+	if (r == 0 && d->batch)
+		d->unsynced = 1;
 	if (kr_port_fs_close(fd) < 0 && r == 0)
 		r = KR_EIO;
 	if (r < 0) {
@@ -537,7 +550,7 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 		kr_snprintf(err, errlen, "unable to use %s: the path is too long", d->root);
 		return KR_EINVAL;
 	}
-	fd = kr_port_fs_open_read(path);
+	fd = kr_port_fs_open_read_at(d->rootfd, KR_DIRSINK_MANIFEST);
 	if (fd == KR_ENOENT) {
 		*rewrite = 1;
 		return 0;
@@ -617,28 +630,6 @@ static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t e
 
 /* --- files ------------------------------------------------------------------------------- */
 
-/* Syncs the directory whose entries changed last, if any. */
-static void dir_sync(struct kr_dirsink *d)
-{
-	if (!d->syncdir[0])
-		return;
-	if (kr_port_fs_sync_dir(d->syncdir) < 0) {
-		kr_log(KR_LOG_ERROR, "unable to sync directory %s: %s", d->syncdir,
-		       kr_port_fs_error());
-		d->stats.errors++;
-	}
-	d->syncdir[0] = '\0';
-}
-
-/* Notes that directory full changed; one fsync per directory per run of changes. */
-static void dir_dirty(struct kr_dirsink *d, const char *full)
-{
-	if (d->syncdir[0] && strcmp(d->syncdir, full) == 0)
-		return;
-	dir_sync(d);
-	kr_snprintf(d->syncdir, sizeof(d->syncdir), "%s", full);
-}
-
 static void note_change(struct kr_dirsink *d, const char *rel)
 {
 	size_t i, n = strlen(rel) + 1;
@@ -656,65 +647,148 @@ static void note_change(struct kr_dirsink *d, const char *rel)
 	d->changes_len += n;
 }
 
-/*
- * Creates the directories of rel (relative to the root) that are missing,
- * refusing any component that exists as something other than a directory
- * (a symbolic link could lead out of the root). Returns 0 or an error (logged).
- */
-static int make_dirs(struct kr_dirsink *d, const char *rel, const struct obj *o)
+/* Closes a descriptor open_rel_dir returned (the root's stays open). */
+static void close_dir(const struct kr_dirsink *d, int fd)
 {
-	char full[KR_DIRSINK_PATH_MAX], sp[SHOWN_PATH];
-	size_t base = strlen(d->root) + 1, i;
+	if (fd >= 0 && fd != d->rootfd)
+		kr_port_fs_close(fd);
+}
 
-	if (!rel[0])
-		return 0;
-	if (join(full, sizeof(full), d->root, rel) < 0)
-		return KR_ETOOBIG;
-	for (i = base;; i++) {
-		char c = full[i];
-		struct kr_fs_stat st;
-		int r;
+/*
+ * Opens directory rel (relative to the root; "" is the root) one component
+ * at a time from the root's descriptor, never following a symbolic link: a
+ * component swapped for a link fails instead of leading out of the root.
+ * With create, missing components are made (their entries flushed at once,
+ * or by the batch's flush). Returns a descriptor for close_dir, KR_ENOENT,
+ * KR_EINVAL (a component is a link or not a directory), KR_ETOOBIG, KR_EIO.
+ */
+static int open_rel_dir(struct kr_dirsink *d, const char *rel, int create)
+{
+	char comp[KR_DIRSINK_NAME_MAX + 1];
+	const char *p = rel;
+	int fd = d->rootfd;
 
-		if (c != '/' && c != '\0')
+	while (*p) {
+		size_t n = strcspn(p, "/");
+		int next;
+
+		if (n == 0) {
+			p++;
 			continue;
-		full[i] = '\0';
-		r = kr_port_fs_stat(full, &st);
-		if (r == 0 && st.type == KR_FS_NONE) {
-			r = kr_port_fs_mkdir(full, KR_DIRSINK_DIR_MODE);
-			if (r == 1) {
-				r = kr_port_fs_stat(full, &st);
-			} else if (r == 0) {
-				/* Its entry in the parent must last as the files in it will. */
-				char parent[KR_DIRSINK_PATH_MAX];
+		}
+		if (n > KR_DIRSINK_NAME_MAX) {
+			close_dir(d, fd);
+			return KR_ETOOBIG;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		next = kr_port_fs_open_dir_at(fd, comp);
+		if (next == KR_ENOENT && create) {
+			int r = kr_port_fs_mkdir_at(fd, comp, KR_DIRSINK_DIR_MODE);
 
-				st.type = KR_FS_DIR;
-				dirname_of(full, parent, sizeof(parent));
-				r = kr_port_fs_sync_dir(parent);
-			}
+			if (r == 0 && d->batch)
+				d->unsynced = 1;
+			else if (r == 0 && kr_port_fs_sync(fd) < 0)
+				r = KR_EIO;  /* its entry must last as the files in it will */
+			next = r < 0 ? r : kr_port_fs_open_dir_at(fd, comp);
 		}
-		if (r < 0) {
-			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s",
-			       short_path(&sp, full), o->ev->resource, o->ev->key, kr_port_fs_error());
-			return r;
-		}
-		if (st.type != KR_FS_DIR) {
-			kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: something "
-			       "other than a directory is there", short_path(&sp, full), o->ev->resource,
-			       o->ev->key);
-			return KR_EINVAL;
-		}
-		if (c == '\0')
-			return 0;
-		full[i] = '/';
+		close_dir(d, fd);
+		if (next < 0)
+			return next;
+		fd = next;
+		p += n;
+	}
+	return fd;
+}
+
+/* Syncs the directory whose entries changed last, if any. */
+static void dir_sync(struct kr_dirsink *d)
+{
+	int fd;
+
+	if (!d->syncdir_set)
+		return;
+	d->syncdir_set = 0;
+	fd = open_rel_dir(d, d->syncdir, 0);
+	if (fd == KR_ENOENT)
+		return;  /* removed since: its parent's sync covers it */
+	if (fd < 0 || kr_port_fs_sync(fd) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to sync directory %s/%s: %s", d->root, d->syncdir,
+		       fd == KR_EINVAL ? "it is no longer a directory" : kr_port_fs_error());
+		d->stats.errors++;
+	}
+	close_dir(d, fd);
+}
+
+/*
+ * Notes that directory rel changed; one fsync per directory per run of
+ * changes, or in batch mode one file system sync at the flush.
+ */
+static void dir_dirty(struct kr_dirsink *d, const char *rel)
+{
+	if (d->batch) {
+		d->unsynced = 1;
+		return;
+	}
+	if (d->syncdir_set && strcmp(d->syncdir, rel) == 0)
+		return;
+	dir_sync(d);
+	kr_snprintf(d->syncdir, sizeof(d->syncdir), "%s", rel);
+	d->syncdir_set = 1;
+}
+
+/*
+ * Batch mode: forgets the file waiting to be renamed to rel (its temporary
+ * file removed), so that what is on disk now is what a new write compares
+ * with and a removal removes.
+ */
+static void cancel_pending(struct kr_dirsink *d, const char *rel)
+{
+	char dir[KR_DIRSINK_PATH_MAX];
+	size_t i;
+	int fd;
+
+	for (i = 0; i < d->npending; i++) {
+		if (strcmp(d->pending[i].rel, rel) != 0)
+			continue;
+		dirname_of(rel, dir, sizeof(dir));
+		fd = open_rel_dir(d, dir, 0);
+		if (fd >= 0)
+			kr_port_fs_unlink_at(fd, d->pending[i].tmp);
+		close_dir(d, fd);
+		d->npending--;
+		memmove(&d->pending[i], &d->pending[i + 1], (d->npending - i) * sizeof(d->pending[0]));
+		return;
 	}
 }
 
-/* 1 if the regular file full holds exactly buf[0..len), 0 if not, < 0 on error. */
-static int same_bytes(struct kr_dirsink *d, const char *full, const char *buf, size_t len)
+/*
+ * Opens (creating what is missing) directory rel of o, refusing any
+ * component that exists as something other than a directory (a symbolic link
+ * could lead out of the root). Returns a descriptor for close_dir, or an
+ * error (logged).
+ */
+static int make_dirs(struct kr_dirsink *d, const char *rel, const struct obj *o)
+{
+	char sp[SHOWN_PATH];
+	int fd = open_rel_dir(d, rel, 1);
+
+	if (fd == KR_EINVAL)
+		kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: something other than a "
+		       "directory is there", short_path(&sp, rel), o->ev->resource, o->ev->key);
+	else if (fd < 0)
+		kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s", short_path(&sp, rel),
+		       o->ev->resource, o->ev->key,
+		       fd == KR_ETOOBIG ? "a name is too long" : kr_port_fs_error());
+	return fd;
+}
+
+/* 1 if the regular file name in dirfd holds exactly buf[0..len), 0 if not, < 0 on error. */
+static int same_bytes(struct kr_dirsink *d, int dirfd, const char *name, const char *buf, size_t len)
 {
 	size_t at = 0;
 	long n;
-	int fd = kr_port_fs_open_read(full);
+	int fd = kr_port_fs_open_read_at(dirfd, name);
 
 	if (fd < 0)
 		return fd;
@@ -730,52 +804,24 @@ static int same_bytes(struct kr_dirsink *d, const char *full, const char *buf, s
 }
 
 /*
- * 0 if every directory between the root and the file rel is a directory (not
- * a symbolic link: one could lead out of the root), KR_ENOENT if one is
- * missing, KR_EINVAL if one is something else, KR_EIO.
- */
-static int dirs_confined(const struct kr_dirsink *d, const char *rel)
-{
-	char full[KR_DIRSINK_PATH_MAX];
-	size_t i;
-
-	if (join(full, sizeof(full), d->root, rel) < 0)
-		return KR_EINVAL;
-	for (i = strlen(d->root) + 1; full[i]; i++) {
-		struct kr_fs_stat st;
-
-		if (full[i] != '/')
-			continue;
-		full[i] = '\0';
-		if (kr_port_fs_stat(full, &st) < 0)
-			return KR_EIO;
-		if (st.type != KR_FS_DIR)
-			return st.type == KR_FS_NONE ? KR_ENOENT : KR_EINVAL;
-		full[i] = '/';
-	}
-	return 0;
-}
-
-/*
  * Makes rel (relative to the root, in directory o->dir, named base) hold
  * exactly buf[0..len) with mode: nothing if it already does, else a
- * temporary file renamed over it.
+ * temporary file renamed over it (in batch mode, by the next flush).
  */
 static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel,
 		      const char *base, const char *buf, size_t len, unsigned mode)
 {
-	char full[KR_DIRSINK_PATH_MAX], dir[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_PATH_MAX];
-	char sp[SHOWN_PATH];
+	char tmp[KR_DIRSINK_NAME_MAX + 1], sp[SHOWN_PATH];
 	const char *shown = short_path(&sp, rel);
 	struct kr_fs_stat st;
-	int fd, r;
+	int dfd, fd, r, batched;
 
-	if (make_dirs(d, o->dir, o) < 0)
+	if (d->batch)
+		cancel_pending(d, rel);
+	dfd = make_dirs(d, o->dir, o);
+	if (dfd < 0)
 		goto error;
-	if (join(full, sizeof(full), d->root, rel) < 0 ||
-	    join(dir, sizeof(dir), d->root, o->dir) < 0)
-		goto error;  /* checked when it was claimed */
-	if (kr_port_fs_stat(full, &st) < 0) {
+	if (kr_port_fs_stat_at(dfd, base, &st) < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, kr_port_fs_error());
 		goto error;
@@ -786,48 +832,91 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 		goto error;
 	}
 	if (st.type == KR_FS_FILE && st.mode == mode && st.size == (uint64_t)len &&
-	    same_bytes(d, full, buf, len) == 1) {
+	    same_bytes(d, dfd, base, buf, len) == 1) {
+		close_dir(d, dfd);
 		d->stats.unchanged++;
 		return 0;
 	}
-	fd = create_tmp(d, dir, base, mode, tmp, sizeof(tmp));
+	if (d->batch && d->npending == KR_DIRSINK_BATCH_FILES)
+		kr_dirsink_flush(d);
+	fd = create_tmp(d, dfd, base, mode, tmp, sizeof(tmp));
 	if (fd < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, fd == KR_EINVAL ? "no free temporary file name"
 			       : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
 		goto error;
 	}
-	r = finish_tmp(fd, tmp, buf, len);
-	if (r == 0 && kr_port_fs_rename(tmp, full) < 0) {
-		kr_port_fs_unlink(tmp);
+	/*
+	 * The batch's syncfs covers the root's file system only: a file on another
+	 * one mounted below the root is synced on its own, as with batch off.
+	 */
+	batched = d->batch && d->rootdev_known && kr_port_fs_stat_at(dfd, tmp, &st) == 0 &&
+		  st.dev == d->rootdev;
+	r = finish_tmp(dfd, fd, tmp, buf, len, !batched);
+	if (r == 0 && batched) {
+		struct kr_dirsink_pending *p = &d->pending[d->npending++];
+
+		kr_snprintf(p->rel, sizeof(p->rel), "%s", rel);
+		kr_snprintf(p->tmp, sizeof(p->tmp), "%s", tmp);
+		close_dir(d, dfd);
+		kr_log(KR_LOG_DEBUG, "wrote %s (%zu bytes) for %s %s; renamed at the next flush", shown,
+		       len, o->ev->resource, o->ev->key);
+		return 0;
+	}
+	/* Not batched in batch mode: the manifest lines appended so far are made durable first. */
+	if (r == 0 && d->batch && kr_port_fs_sync_all(d->rootfd) < 0) {
+		kr_port_fs_unlink_at(dfd, tmp);
 		r = KR_EIO;
 	}
+	if (r == 0 && kr_port_fs_rename_at(dfd, tmp, dfd, base) < 0) {
+		kr_port_fs_unlink_at(dfd, tmp);
+		r = KR_EIO;
+	}
+	if (r == 0 && d->batch && kr_port_fs_sync(dfd) < 0)
+		r = KR_EIO;  /* renamed, but not known to be durable */
 	if (r < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
 		       o->ev->key, kr_port_fs_error());
 		goto error;
 	}
-	dir_dirty(d, dir);
+	close_dir(d, dfd);
+	if (!d->batch)
+		dir_dirty(d, o->dir);
 	d->stats.written++;
 	note_change(d, rel);
 	kr_log(KR_LOG_DEBUG, "wrote %s (%zu bytes) for %s %s", shown, len, o->ev->resource,
 	       o->ev->key);
 	return 0;
 error:
+	close_dir(d, dfd);
 	d->stats.errors++;
 	return KR_EIO;
 }
 
-/* Forgets a pending sync of directory full (it was removed) in favour of its parent. */
-static void dir_removed(struct kr_dirsink *d, const char *full)
+/* Forgets a pending sync of directory rel (it was removed) in favour of its parent. */
+static void dir_removed(struct kr_dirsink *d, const char *rel)
 {
 	char parent[KR_DIRSINK_PATH_MAX];
 
-	if (strcmp(d->syncdir, full) == 0)
-		d->syncdir[0] = '\0';
-	dirname_of(full, parent, sizeof(parent));
-	if (parent[0])
-		dir_dirty(d, parent);
+	if (d->syncdir_set && strcmp(d->syncdir, rel) == 0)
+		d->syncdir_set = 0;
+	dirname_of(rel, parent, sizeof(parent));
+	dir_dirty(d, parent);
+}
+
+/* Removes the empty directory rel (not the root). 0 or a KR_E code. */
+static int remove_dir(struct kr_dirsink *d, const char *rel)
+{
+	char parent[KR_DIRSINK_PATH_MAX];
+	int fd, r;
+
+	dirname_of(rel, parent, sizeof(parent));
+	fd = open_rel_dir(d, parent, 0);
+	if (fd < 0)
+		return fd;
+	r = kr_port_fs_rmdir_at(fd, basename_of(rel));
+	close_dir(d, fd);
+	return r;
 }
 
 /*
@@ -837,20 +926,25 @@ static void dir_removed(struct kr_dirsink *d, const char *full)
  */
 static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const char *why)
 {
-	char full[KR_DIRSINK_PATH_MAX], dir[KR_DIRSINK_PATH_MAX], rel[KR_DIRSINK_PATH_MAX];
+	char dir[KR_DIRSINK_PATH_MAX], rel[KR_DIRSINK_PATH_MAX];
 	char sp[SHOWN_PATH];
-	const char *res = e_res(d, e), *key = e_key(d, e), *shown;
+	const char *res = e_res(d, e), *key = e_key(d, e), *shown, *base;
 	struct kr_fs_stat st;
 	size_t dl, kl;
-	int r;
+	int r, dfd;
 
 	kr_snprintf(rel, sizeof(rel), "%s", e_path(d, e));
 	shown = short_path(&sp, rel);
-	r = dirs_confined(d, rel);
-	if (r == KR_EIO || join(full, sizeof(full), d->root, rel) < 0 ||
-	    (r == 0 && kr_port_fs_stat(full, &st) < 0)) {
+	base = basename_of(rel);
+	if (d->batch)
+		cancel_pending(d, rel);
+	dirname_of(rel, dir, sizeof(dir));
+	dfd = open_rel_dir(d, dir, 0);
+	r = dfd < 0 ? dfd : 0;
+	if (r == KR_EIO || r == KR_ETOOBIG || (r == 0 && kr_port_fs_stat_at(dfd, base, &st) < 0)) {
 		kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", shown, res, key,
 		       kr_port_fs_error());
+		close_dir(d, dfd);
 		d->stats.errors++;
 		return;
 	}
@@ -867,10 +961,12 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 			kr_log(KR_LOG_WARN, "%s of %s %s is now a directory; leaving it", shown, res,
 			       key);
 	} else if (st.type != KR_FS_NONE) {
-		r = kr_port_fs_unlink(full);
+		/* A link there is removed itself, never followed. */
+		r = kr_port_fs_unlink_at(dfd, base);
 		if (r < 0 && r != KR_ENOENT) {
 			kr_log(KR_LOG_ERROR, "unable to remove %s of %s %s: %s", shown, res, key,
 			       kr_port_fs_error());
+			close_dir(d, dfd);
 			d->stats.errors++;
 			return;
 		}
@@ -880,6 +976,7 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 			kr_log(KR_LOG_DEBUG, "removed %s of %s %s (%s)", shown, res, key, why);
 		}
 	}
+	close_dir(d, dfd);
 	/*
 	 * Dead before the journal line: a rewrite it may cause must not list it.
 	 * res and key stay readable, as names only move in add_entry. The line
@@ -888,22 +985,20 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 	drop_entry(d, e);
 	if (journal_add(d, "-", NULL, NULL, rel) < 0)
 		d->stats.errors++;
-	dirname_of(full, dir, sizeof(dir));
 	dir_dirty(d, dir);
 
 	/* A directory ending in the owner's "<ns>/<name>" is the object layout's. */
-	dirname_of(rel, dir, sizeof(dir));
 	dl = strlen(dir);
 	kl = strlen(key);
 	if (!strchr(key, '/') || dl < kl || strcmp(dir + dl - kl, key) != 0 ||
-	    (dl > kl && dir[dl - kl - 1] != '/') || join(full, sizeof(full), d->root, dir) < 0)
+	    (dl > kl && dir[dl - kl - 1] != '/'))
 		return;
-	if (kr_port_fs_rmdir(full) < 0)
+	if (remove_dir(d, dir) < 0)
 		return;  /* not empty, most likely: other files of the object or someone's */
-	dir_removed(d, full);
-	dirname_of(full, dir, sizeof(dir));
-	if (kr_port_fs_rmdir(dir) == 0)
-		dir_removed(d, dir);
+	dir_removed(d, dir);
+	dirname_of(dir, rel, sizeof(rel));
+	if (rel[0] && remove_dir(d, rel) == 0)
+		dir_removed(d, rel);
 }
 
 /* --- objects ------------------------------------------------------------------------------ */
@@ -921,6 +1016,7 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 	const char *shown;
 	struct kr_dirsink_entry *e;
 	struct kr_fs_stat st;
+	int dfd, r;
 
 	if (join(rel, sizeof(rel), o->dir, base) < 0 || join(full, sizeof(full), d->root, rel) < 0) {
 		char whole[2 * KR_DIRSINK_PATH_MAX];
@@ -954,7 +1050,13 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 		e->flags |= F_SEEN | F_TODO;
 		return;
 	}
-	if (kr_port_fs_stat(full, &st) < 0) {
+	/* Not reachable without a link (KR_EINVAL): nothing there; the write will say why. */
+	dfd = open_rel_dir(d, o->dir, 0);
+	r = dfd == KR_ENOENT || dfd == KR_EINVAL ? 0 : dfd < 0 ? dfd : kr_port_fs_stat_at(dfd, base, &st);
+	if (dfd < 0)
+		st.type = KR_FS_NONE;
+	close_dir(d, dfd);
+	if (r < 0) {
 		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, ev->resource, ev->key,
 		       kr_port_fs_error());
 		d->stats.errors++;
@@ -1403,6 +1505,70 @@ void kr_dirsink_event(void *arg, const struct kr_event *ev)
 	if (journal_flush(d) < 0)
 		d->stats.errors++;
 	dir_sync(d);
+	/* A program started or a hook run at the sync finds every file in place. */
+	if (ev->type == KR_EV_SYNCED)
+		kr_dirsink_flush(d);
+}
+
+int kr_dirsink_flush(void *arg)
+{
+	struct kr_dirsink *d = arg;
+	char dir[KR_DIRSINK_PATH_MAX], sp[SHOWN_PATH];
+	size_t i, n = d->npending;
+	int r = 0;
+
+	if (!d->batch || !d->ready || (!d->npending && !d->unsynced))
+		return 0;
+	/* The temporary files and manifest lines durable before any rename shows them. */
+	if (n && kr_port_fs_sync_all(d->rootfd) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to flush %zu files to %s: %s; they keep their old content",
+		       n, d->root, kr_port_fs_error());
+		while (d->npending)
+			cancel_pending(d, d->pending[0].rel);
+		d->stats.errors += n;
+		return KR_EIO;
+	}
+	for (i = 0; i < n; i++) {
+		const struct kr_dirsink_pending *p = &d->pending[i];
+		const char *shown = short_path(&sp, p->rel);
+		int fd;
+
+		dirname_of(p->rel, dir, sizeof(dir));
+		fd = open_rel_dir(d, dir, 0);
+		r = fd < 0 ? fd : kr_port_fs_rename_at(fd, p->tmp, fd, basename_of(p->rel));
+		if (r < 0) {
+			kr_log(KR_LOG_ERROR, "unable to write %s: %s", shown,
+			       fd == KR_EINVAL ? "a directory on the way is no longer a directory"
+			       : kr_port_fs_error());
+			if (fd >= 0)
+				kr_port_fs_unlink_at(fd, p->tmp);
+			d->stats.errors++;
+		} else {
+			d->stats.written++;
+			note_change(d, p->rel);
+		}
+		close_dir(d, fd);
+	}
+	d->npending = 0;
+	/* The renames, removals and new directories durable. */
+	if (kr_port_fs_sync_all(d->rootfd) < 0) {
+		kr_log(KR_LOG_ERROR, "unable to flush %s: %s", d->root, kr_port_fs_error());
+		d->stats.errors++;
+		return KR_EIO;
+	}
+	d->unsynced = 0;
+	return 0;
+}
+
+void kr_dirsink_close(struct kr_dirsink *d)
+{
+	if (!d->ready)
+		return;
+	kr_dirsink_flush(d);
+	dir_sync(d);
+	kr_port_fs_close(d->rootfd);
+	d->rootfd = -1;
+	d->ready = 0;
 }
 
 /* Creates the root and its missing parents (following links: the root is the user's). */
@@ -1439,8 +1605,10 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 	int r, rewrite = 0, fd;
 
 	memset(d, 0, offsetof(struct kr_dirsink, entries));
+	d->rootfd = -1;
 	if (errlen)
 		err[0] = '\0';
+	d->batch = o->batch;
 	d->layout_object = o->layout_object;
 	d->unique_names = o->unique_names;
 	d->annotation_absolute = o->annotation_absolute;
@@ -1477,31 +1645,42 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 
 	r = make_root(d->root);
 	if (r == 0)
-		r = kr_port_fs_is_dir(d->root);
+		r = d->rootfd = kr_port_fs_open_dir(d->root);
 	if (r < 0) {
 		kr_snprintf(err, errlen, "unable to use %s: %s", o->path,
 			 r == KR_EINVAL ? "not a directory" : kr_port_fs_error());
+		d->rootfd = -1;
 		return r == KR_EINVAL ? KR_EINVAL : KR_EIO;
 	}
 	r = manifest_load(d, &rewrite, err, errlen);
-	if (r < 0)
-		return r;
-	if (rewrite) {
-		if (manifest_write(d) < 0) {
-			kr_snprintf(err, errlen, "unable to write %s/%s: %s", o->path,
-				 KR_DIRSINK_MANIFEST, kr_port_fs_error());
-			return KR_EIO;
-		}
-	} else {
+	if (r == 0 && rewrite && manifest_write(d) < 0) {
+		kr_snprintf(err, errlen, "unable to write %s/%s: %s", o->path,
+			 KR_DIRSINK_MANIFEST, kr_port_fs_error());
+		r = KR_EIO;
+	} else if (r == 0 && !rewrite) {
 		/* Nothing to write: prove that files can be created here. */
-		fd = create_tmp(d, d->root, "probe", 0600, tmp, sizeof(tmp));
+		fd = create_tmp(d, d->rootfd, "probe", 0600, tmp, sizeof(tmp));
 		if (fd < 0) {
 			kr_snprintf(err, errlen, "unable to create files in %s: %s", o->path,
 				 kr_port_fs_error());
-			return KR_EIO;
+			r = KR_EIO;
+		} else {
+			kr_port_fs_close(fd);
+			kr_port_fs_unlink_at(d->rootfd, tmp);
 		}
-		kr_port_fs_close(fd);
-		kr_port_fs_unlink(tmp);
+	}
+	if (r < 0) {
+		kr_port_fs_close(d->rootfd);
+		d->rootfd = -1;
+		return r;
+	}
+	/* The root's file system, which the batch's syncfs covers (the manifest is on it). */
+	{
+		struct kr_fs_stat ms;
+
+		d->rootdev_known = kr_port_fs_stat_at(d->rootfd, KR_DIRSINK_MANIFEST, &ms) == 0 &&
+				   ms.type == KR_FS_FILE;
+		d->rootdev = ms.dev;
 	}
 	d->ready = 1;
 	kr_log(KR_LOG_INFO, "writing files to %s (%zu owned from an earlier run)", o->path, d->nlive);
@@ -1510,15 +1689,17 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 
 int kr_dirsink_changed(const struct kr_dirsink *d)
 {
-	return d->nchanges > 0;
+	return d->nchanges > 0 || d->npending > 0;
 }
 
 int kr_dirsink_take_changes(struct kr_dirsink *d, void (*fn)(void *arg, const char *path),
 			    void *arg)
 {
-	int n = d->nchanges;
 	size_t i;
+	int n;
 
+	kr_dirsink_flush(d);
+	n = d->nchanges;
 	if (fn) {
 		for (i = 0; i < d->changes_len; i += strlen(d->changes + i) + 1)
 			fn(arg, d->changes + i);

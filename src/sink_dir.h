@@ -11,7 +11,11 @@
  * object's annotation names (confined to the root: no absolute path, no `..`).
  *
  * Files are replaced atomically (temporary file, fsync, rename, fsync of the
- * directory) and only when their bytes or mode differ, to spare flash. The
+ * directory; in batch mode one file system sync for a batch of files before
+ * their renames and one after) and only when their bytes or mode differ, to
+ * spare flash. The root is opened once and every call is made relative to it
+ * one component at a time, never following a symbolic link, so a directory
+ * or file swapped for a link never sends a write outside the root. The
  * files kreflect owns are listed in a manifest in the root, so that it removes
  * exactly its own files (a deleted object, a removed key, objects deleted while
  * it was not running) and never writes over a file it does not own. The
@@ -55,6 +59,11 @@
 #define KR_DIRSINK_JOURNAL_BYTES 8192
 #endif
 
+/* Files written and waiting for one flush together (batch mode); one more flushes them first. */
+#ifndef KR_DIRSINK_BATCH_FILES
+#define KR_DIRSINK_BATCH_FILES 64
+#endif
+
 /* Longest file name component (the file system's NAME_MAX). */
 #define KR_DIRSINK_NAME_MAX 255
 /* Longest resource name kept in the manifest, with its NUL. */
@@ -78,6 +87,9 @@
 #endif
 #if KR_DIRSINK_PATH_MAX < 2 * KR_DIRSINK_NAME_MAX + 2
 #error "KR_DIRSINK_PATH_MAX must hold a root and a file name of KR_DIRSINK_NAME_MAX"
+#endif
+#if KR_DIRSINK_BATCH_FILES < 1
+#error "KR_DIRSINK_BATCH_FILES must be at least 1"
 #endif
 #if KR_DIRSINK_CHANGES_BYTES < KR_DIRSINK_PATH_MAX
 #error "KR_DIRSINK_CHANGES_BYTES must hold at least one path"
@@ -112,6 +124,15 @@ struct kr_dirsink_opts {
 	   covers every file recorded under its name. */
 	const struct kr_resource *scopes;
 	int nscopes;
+	/* 0: each file is fsynced before its rename and its directory after, inside
+	   the event (an fsync or two per file, each a stall of the caller's loop on
+	   slow flash). 1: files are written to temporary files and renamed into
+	   place by kr_dirsink_flush, which makes the whole batch durable with one
+	   file system sync before the renames and one after; the caller runs it
+	   before its loop sleeps and before timers fire (kr_loop_before_poll,
+	   kr_loop_before_timers). A SYNCED event, kr_dirsink_take_changes and
+	   kr_dirsink_close flush too, as does a batch of KR_DIRSINK_BATCH_FILES. */
+	int batch;
 };
 
 /* What the sink did, counted per file, since init. */
@@ -121,6 +142,12 @@ struct kr_dirsink_stats {
 	unsigned long long removed;    /* files removed */
 	unsigned long long conflicts;  /* files not written: another owner, or not kreflect's */
 	unsigned long long errors;     /* refused names, bad values, failed system calls */
+};
+
+/* A file written to a temporary file, renamed by the next flush; private. */
+struct kr_dirsink_pending {
+	char rel[KR_DIRSINK_PATH_MAX];       /* its path, relative to the root */
+	char tmp[KR_DIRSINK_NAME_MAX + 1];   /* the temporary file, in the same directory */
 };
 
 /* One manifest entry; private. */
@@ -151,8 +178,15 @@ struct kr_dirsink {
 	unsigned secret_mode;
 	size_t max_files;
 	char root[KR_DIRSINK_PATH_MAX];
+	int rootfd;                    /* the root, opened once: every call is relative to it */
+	int batch;
+	int unsynced;                  /* batch: entries changed since the last flush */
+	int rootdev_known;
+	uint64_t rootdev;              /* the root's file system: files on another are not batched */
+	size_t npending;
 	char annotation[KR_DIRSINK_NAME_MAX + 64];
-	char syncdir[KR_DIRSINK_PATH_MAX];  /* a directory whose fsync is pending */
+	int syncdir_set;
+	char syncdir[KR_DIRSINK_PATH_MAX];  /* a directory (relative) whose fsync is pending */
 	uint32_t stamp;                /* events that wrote, counted */
 	unsigned long tmp_seq;         /* numbers temporary file names */
 	size_t nentries;               /* entries[0..nentries), dead ones included */
@@ -174,6 +208,7 @@ struct kr_dirsink {
 	char names[KR_DIRSINK_NAMES_BYTES];
 	kr_json_tok toks[KR_JSON_TOKENS];
 	char buf[KR_MAX_OBJECT_BYTES + 1];  /* a decoded value; a manifest line at load */
+	struct kr_dirsink_pending pending[KR_DIRSINK_BATCH_FILES];
 };
 
 /*
@@ -196,12 +231,25 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
  */
 void kr_dirsink_event(void *arg, const struct kr_event *ev);
 
+/*
+ * Batch mode: makes the files written since the last flush durable and
+ * renames them into place (one file system sync before the renames, one
+ * after, whatever their number), with the manifest lines and removals since.
+ * Returns 0 (also with nothing to do, and in the other mode); failures are
+ * logged and counted, the files concerned keep their old content. The shape
+ * of a kr_loop_before_poll hook (arg is the struct kr_dirsink).
+ */
+int kr_dirsink_flush(void *arg);
+
+/* Flushes and closes the root descriptor; d may be initialised again after. */
+void kr_dirsink_close(struct kr_dirsink *d);
+
 /* Nonzero if a file was written or removed since the last kr_dirsink_take_changes. */
 int kr_dirsink_changed(const struct kr_dirsink *d);
 
 /*
- * Hands the paths (relative to the root) of the files written or removed since
- * the last call to fn, each once, then fn(arg, NULL) once if some did not fit
+ * Flushes (batch mode), then hands the paths (relative to the root) of the
+ * files written or removed since the last call to fn, each once, then fn(arg, NULL) once if some did not fit
  * in KR_DIRSINK_CHANGES_BYTES; fn may be NULL. Clears the list. Returns how
  * many files changed (0: none): each listed one once, and those that did not
  * fit once per change.

@@ -187,6 +187,7 @@ int kr_state_init(struct kr_state *st, struct kr_reflect *top, struct kr_loop *l
 	st->o = *o;
 	st->top = top;
 	st->fd = -1;
+	st->commit.fd = -1;
 	st->timer.fire = on_timer;
 	st->timer.arg = st;
 	(void)loop;
@@ -769,20 +770,99 @@ static void wr_res_records(struct kr_state *st)
 	}
 }
 
-/* The buffered bytes out, the file synced and closed. Returns 0 or a KR_E code with *step. */
-static int finish_file(struct kr_state *st, const char **step)
+static const char *const step_name[4] = { "write", "flush", "rename", "flush the directory of" };
+
+/*
+ * What the steps of a commit did to what is on disk, for the next writes:
+ * r 0 (all done) or the failed step (1 fsync, 2 rename, 3 directory fsync).
+ * A snapshot renamed is the one on disk (its old journal no longer counts),
+ * and counts for good only with its directory synced.
+ */
+static int commit_applied(struct kr_state *st, int journal, int r, int step, const char **what)
 {
-	int r, c;
+	if (r < 0)
+		*what = step_name[step >= 0 && step <= 3 ? step : 0];
+	if (journal) {
+		if (r == 0) {
+			st->journal_exists = 1;
+			st->journal_bytes += st->total;
+		}
+		return r;
+	}
+	if (r == 0 || step == 3) {
+		st->gen++;
+		st->journal_ok = 0;
+	}
+	if (r == 0) {
+		st->journal_ok = 1;
+		st->journal_exists = 0;
+		st->journal_bytes = 0;
+	}
+	return r;
+}
+
+static void on_commit(struct kr_loop *loop, struct kr_source *s, int got);
+static void arm(struct kr_state *st);
+
+/*
+ * The buffered bytes out; then fsync, (a snapshot) rename over the old one,
+ * and directory fsync (a snapshot, or a journal just created), in this
+ * order: in a child process unless inline (the loop goes on; on_commit
+ * finishes), else here. Returns 0, 1 (in flight), or a KR_E code with *step.
+ */
+static int commit(struct kr_state *st, int journal, int created, const char **step)
+{
+	const char *tmp = journal ? NULL : st->tmp, *path = journal ? NULL : st->path;
+	const char *dir = !journal || created ? st->dir : NULL;
+	int r, c, failed = 0, cfd = KR_EIO;
 
 	flush(st);
-	r = st->err;
-	if (r == 0 && (r = kr_port_fs_sync(st->fd)) < 0)
-		*step = "flush";
+	if (st->err) {
+		kr_port_fs_close(st->fd);
+		st->fd = -1;
+		*step = "write";
+		return st->err;
+	}
+	if (!st->o.commit_inline && !st->closing)
+		cfd = kr_port_fs_commit_start(st->fd, tmp, path, dir);
+	if (cfd >= 0) {
+		/* The child holds the file open; its fsync reports what a close would. */
+		kr_port_fs_close(st->fd);
+		st->fd = -1;
+		r = kr_port_fs_commit_finish(cfd, 0, &failed);
+		if (r == KR_IO_WAIT) {
+			st->commit.fd = cfd;
+			st->commit.want = KR_POLL_IN;
+			st->commit.ready = on_commit;
+			st->commit.arg = st;
+			if (kr_loop_add(st->top->loop, &st->commit) == 0) {
+				st->committing = 1;
+				st->c_journal = journal;
+				return 1;
+			}
+			r = kr_port_fs_commit_finish(cfd, 1, &failed);  /* no room in the loop: wait */
+		}
+		return commit_applied(st, journal, r, failed, step);
+	}
+	r = kr_port_fs_sync(st->fd);
+	failed = 1;
 	c = kr_port_fs_close(st->fd);
 	st->fd = -1;
-	if (r == 0 && (r = c) < 0)
+	if (r == 0 && (r = c) < 0) {
+		commit_applied(st, journal, r, 1, step);
 		*step = "close";
-	return r;
+		return r;
+	}
+	/* Only a whole, durable file takes the old one's place. */
+	if (r == 0 && tmp) {
+		failed = 2;
+		r = kr_port_fs_rename(tmp, path);
+	}
+	if (r == 0 && dir) {
+		failed = 3;
+		r = kr_port_fs_sync_dir(dir);
+	}
+	return commit_applied(st, journal, r, failed, step);
 }
 
 /* A whole snapshot of generation gen + 1: temp file, fsync, rename, directory fsync. */
@@ -813,24 +893,7 @@ static int write_snapshot(struct kr_state *st, const char **step, uint32_t *obje
 	wr(st, e, sizeof(e));
 	wr_crc(st);
 	*objects = c.objects;
-	if ((r = finish_file(st, step)) < 0)
-		return r;
-	/* Only a whole, durable file takes the old one's place. */
-	if ((r = kr_port_fs_rename(st->tmp, st->path)) < 0) {
-		*step = "rename";
-		return r;
-	}
-	/* From here the new snapshot may be the one on disk: the old journal no longer counts. */
-	st->gen++;
-	st->journal_ok = 0;
-	if ((r = kr_port_fs_sync_dir(st->dir)) < 0) {
-		*step = "flush the directory of";
-		return r;
-	}
-	st->journal_ok = 1;
-	st->journal_exists = 0;
-	st->journal_bytes = 0;
-	return 0;
+	return commit(st, 0, 0, step);
 }
 
 /* One journal group: the changed objects as they are now, the RVs, a commit. */
@@ -894,15 +957,81 @@ static int append_journal(struct kr_state *st, const char **step, uint32_t *obje
 	wr(st, e, sizeof(e));
 	wr_crc(st);
 	*objects = c.objects;
-	if ((r = finish_file(st, step)) < 0)
-		return r;
-	if (created && (r = kr_port_fs_sync_dir(st->dir)) < 0) {
-		*step = "flush the directory of";
+	return commit(st, 1, created, step);
+}
+
+/* The bookkeeping once the outcome of a write is known (loop_ms: the part spent in the loop). */
+static int save_done(struct kr_state *st, int r, const char *step, int journal, uint32_t objects,
+		     kr_ms_t t0, kr_ms_t loop_ms)
+{
+	struct kr_reflect *top = st->top;
+	kr_ms_t took = kr_port_now_ms() - t0;
+
+	if (r < 0) {
+		st->failures++;
+		/* Whatever is half-written is never appended to: the next write is a snapshot. */
+		st->overflow = 1;
+		st->journal_exists = 0;
+		st->dirty = 1;
+		kr_log(KR_LOG_ERROR, "unable to %s the state %s %s: %s", step, journal ? "journal" : "snapshot",
+		       journal ? st->jpath : st->tmp, kr_port_fs_error());
+		if (!st->timer.armed)
+			kr_loop_timer_at(top->loop, &st->timer, kr_port_now_ms() + st->o.interval_ms);
 		return r;
 	}
-	st->journal_exists = 1;
-	st->journal_bytes += st->total;
-	return 0;
+	st->bytes_written += st->total;
+	if (journal) {
+		st->appends++;
+		kr_log(KR_LOG_INFO, "state: journal: %u changed objects appended to %s: %llu bytes in %lld ms, "
+		       "%lld in the loop (%llu since the snapshot)", (unsigned)objects, st->jpath,
+		       (unsigned long long)st->total, (long long)took, (long long)loop_ms,
+		       (unsigned long long)st->journal_bytes);
+	} else {
+		st->snapshots++;
+		st->last_bytes = st->total;
+		st->last_objects = objects;
+		kr_log(KR_LOG_INFO, "state: snapshot of %u objects written to %s: %llu bytes in %lld ms, "
+		       "%lld in the loop", (unsigned)objects, st->path, (unsigned long long)st->total,
+		       (long long)took, (long long)loop_ms);
+	}
+	return 1;
+}
+
+/* A commit in flight, done: its outcome applied and logged; changes made meanwhile wait their turn. */
+static void commit_end(struct kr_state *st, int r, int failed)
+{
+	const char *step = "write";
+
+	kr_loop_remove(st->top->loop, &st->commit);
+	st->commit.fd = -1;
+	st->committing = 0;
+	r = commit_applied(st, st->c_journal, r, failed, &step);
+	save_done(st, r, step, st->c_journal, st->c_objects, st->c_t0, st->c_loop);
+	if (st->dirty)
+		arm(st);
+}
+
+static void on_commit(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	struct kr_state *st = s->arg;
+	int r, failed;
+
+	(void)loop;
+	(void)got;
+	r = kr_port_fs_commit_finish(s->fd, 0, &failed);
+	if (r != KR_IO_WAIT)
+		commit_end(st, r, failed);
+}
+
+/* Waits for a commit in flight (kr_state_close, a forced write). */
+static void commit_wait(struct kr_state *st)
+{
+	int r, failed;
+
+	if (!st->committing)
+		return;
+	r = kr_port_fs_commit_finish(st->commit.fd, 1, &failed);
+	commit_end(st, r, failed);
 }
 
 int kr_state_save(struct kr_state *st, int force)
@@ -914,6 +1043,13 @@ int kr_state_save(struct kr_state *st, int force)
 	uint64_t nh;
 	int i, r, journal;
 
+	if (st->committing) {
+		if (!force) {
+			st->postponed++;
+			return 0;
+		}
+		commit_wait(st);
+	}
 	if (!st->dirty && !force)
 		return 0;
 	for (i = 0; i < top->nrefl; i++)
@@ -930,39 +1066,24 @@ int kr_state_save(struct kr_state *st, int force)
 	st->len = 0;
 	st->total = 0;
 	r = journal ? append_journal(st, &step, &objects) : write_snapshot(st, &step, &objects);
-	if (r < 0) {
-		st->failures++;
-		/* Whatever is half-written is never appended to: the next write is a snapshot. */
-		st->overflow = 1;
-		st->journal_exists = 0;
-		kr_log(KR_LOG_ERROR, "unable to %s the state %s %s: %s", step, journal ? "journal" : "snapshot",
-		       journal ? st->jpath : st->tmp, kr_port_fs_error());
-		if (!st->timer.armed && st->dirty)
-			kr_loop_timer_at(top->loop, &st->timer, kr_port_now_ms() + st->o.interval_ms);
-		return r;
-	}
+	/*
+	 * What changed so far is in the file: changes from now on are the next
+	 * write's (a failure makes that one a snapshot, which holds them all).
+	 */
 	st->dirty = 0;
 	st->jlen = 0;
 	st->overflow = 0;
 	st->not_held_sum = nh;
 	st->last_write = kr_port_now_ms();
-	st->bytes_written += st->total;
 	for (i = 0; i < top->nrefl; i++)
 		kr_snprintf(st->saved_rv[i], sizeof(st->saved_rv[i]), "%s", top->refl[i].last_rv);
-	if (journal) {
-		st->appends++;
-		kr_log(KR_LOG_INFO, "state: journal: %u changed objects appended to %s: %llu bytes in %lld ms "
-		       "(%llu since the snapshot)", (unsigned)objects, st->jpath, (unsigned long long)st->total,
-		       (long long)(kr_port_now_ms() - t0), (unsigned long long)st->journal_bytes);
-	} else {
-		st->snapshots++;
-		st->last_bytes = st->total;
-		st->last_objects = objects;
-		kr_log(KR_LOG_INFO, "state: snapshot of %u objects written to %s: %llu bytes in %lld ms",
-		       (unsigned)objects, st->path, (unsigned long long)st->total,
-		       (long long)(kr_port_now_ms() - t0));
+	if (r == 1) {
+		st->c_objects = objects;
+		st->c_t0 = t0;
+		st->c_loop = kr_port_now_ms() - t0;
+		return 1;
 	}
-	return 1;
+	return save_done(st, r, step, journal, objects, t0, kr_port_now_ms() - t0);
 }
 
 /* --- coalescing --------------------------------------------------------------------- */
@@ -1040,6 +1161,8 @@ void kr_state_event(void *arg, const struct kr_event *ev)
 
 void kr_state_close(struct kr_state *st)
 {
+	commit_wait(st);
+	st->closing = 1;
 	kr_loop_timer_cancel(st->top->loop, &st->timer);
 	if (st->dirty || changed_rv(st))
 		kr_state_save(st, 1);

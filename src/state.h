@@ -79,6 +79,9 @@ struct kr_state_opts {
 	const char *dir;               /* NULL or "": no state directory */
 	int interval_ms;               /* at most one snapshot per interval (default 60000) */
 	long max_stale_s;              /* a restored mirror this young counts as synced offline; < 0 off */
+	int commit_inline;             /* 1: fsync, rename and directory fsync inside the loop;
+					  0: in a child process (kr_port_fs_commit_start) while
+					  the loop goes on, inline where the port has none */
 };
 
 /* What the last load found. */
@@ -127,6 +130,15 @@ struct kr_state {
 	uint64_t last_bytes;           /* the last snapshot's size */
 	size_t last_objects;
 
+	/* a write whose fsync and rename run in a child */
+	struct kr_source commit;       /* its pipe, in the loop while it runs */
+	int committing;
+	int closing;                   /* kr_state_close: everything inline from here */
+	int c_journal;
+	uint32_t c_objects;
+	kr_ms_t c_t0;
+	kr_ms_t c_loop;                /* of its time, the part spent in the loop (writing) */
+
 	/* streaming */
 	int fd;
 	int err;
@@ -171,7 +183,10 @@ void kr_state_event(void *arg, const struct kr_event *ev);
  * journal to append to or it has outgrown the snapshot. Returns 1 if
  * written, 0 if postponed or nothing to write, or a negative KR_E code
  * (logged; the state on disk is intact, the next write is a snapshot).
- * force: write even if nothing changed.
+ * force: write even if nothing changed. Unless commit_inline, the fsync and
+ * rename run in a child: 1 then means written and being made durable (the
+ * outcome is logged when it is known); meanwhile a write waits (force: for
+ * the child).
  */
 int kr_state_save(struct kr_state *st, int force);
 

@@ -9,12 +9,53 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>  /* rename */
+#include <stdlib.h> /* getenv */
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fs_errno;
+
+/*
+ * Test hook, never set in production: KREFLECT_FAULT_FSYNC_MS=N (1..60000)
+ * makes every fsync, directory fsync and syncfs take N ms longer, as on a
+ * slow SD card, so that the loop stall they cause can be measured
+ * (tests/bench/stall.py). Read once, at the first sync; announced on the log.
+ */
+static long fault_ms = -1;
+
+static void fault_init(void)
+{
+	if (fault_ms < 0) {
+		const char *v = getenv("KREFLECT_FAULT_FSYNC_MS");
+		long n = 0;
+
+		for (; v && *v >= '0' && *v <= '9' && n <= 60000; v++)
+			n = n * 10 + (*v - '0');
+		fault_ms = v && *v == '\0' && n <= 60000 ? n : 0;
+		if (fault_ms > 0) {
+			static const char msg[] = "kreflect: test hook KREFLECT_FAULT_FSYNC_MS is set: "
+						  "every fsync is slowed down\n";
+
+			kr_port_log_write(msg, sizeof(msg) - 1);
+		}
+	}
+}
+
+static void fault_delay(void)
+{
+	fault_init();
+	if (fault_ms > 0) {
+		struct timespec ts = { fault_ms / 1000, (fault_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+}
 
 /* Records errno and maps it to the KR_E code the contract names. */
 static int fail(int enoent_code)
@@ -180,6 +221,7 @@ int kr_port_fs_write(int fd, const void *buf, size_t len)
 
 int kr_port_fs_sync(int fd)
 {
+	fault_delay();
 	if (fsync(fd) != 0) {
 		fs_errno = errno;
 		return KR_EIO;
@@ -224,6 +266,7 @@ int kr_port_fs_sync_dir(const char *path)
 
 	if (fd < 0)
 		return fail(KR_EIO);
+	fault_delay();
 	if (fsync(fd) != 0) {
 		fs_errno = errno;
 		close(fd);
@@ -231,4 +274,307 @@ int kr_port_fs_sync_dir(const char *path)
 	}
 	close(fd);
 	return 0;
+}
+
+/* --- relative to a directory ------------------------------------------------------ */
+
+/* Nonzero if name is one plain component: never "", ".", ".." nor a path. */
+static int one_name(const char *name)
+{
+	if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		fs_errno = EINVAL;
+		return 0;
+	}
+	return 1;
+}
+
+/* Fills st from s. */
+static void to_stat(const struct stat *s, struct kr_fs_stat *st)
+{
+	st->type = S_ISREG(s->st_mode) ? KR_FS_FILE : S_ISDIR(s->st_mode) ? KR_FS_DIR : KR_FS_OTHER;
+	st->mode = (unsigned)(s->st_mode & 07777);
+	st->size = (uint64_t)s->st_size;
+	st->dev = (uint64_t)s->st_dev;
+	st->ino = (uint64_t)s->st_ino;
+	st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
+}
+
+int kr_port_fs_open_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno == ENOTDIR) {
+			fs_errno = errno;
+			return KR_EINVAL;
+		}
+		return fail(KR_ENOENT);
+	}
+	return fd;
+}
+
+int kr_port_fs_open_dir_at(int dirfd, const char *name)
+{
+	int fd;
+
+	if (!one_name(name))
+		return KR_EINVAL;
+	/* O_NOFOLLOW with O_DIRECTORY: a link fails (ELOOP), a file too (ENOTDIR). */
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR) {
+			fs_errno = errno;
+			return KR_EINVAL;
+		}
+		return fail(KR_ENOENT);
+	}
+	return fd;
+}
+
+int kr_port_fs_stat_at(int dirfd, const char *name, struct kr_fs_stat *st)
+{
+	struct stat s;
+
+	memset(st, 0, sizeof(*st));
+	if (!one_name(name))
+		return KR_EINVAL;
+	if (fstatat(dirfd, name, &s, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno == ENOENT) {
+			st->type = KR_FS_NONE;
+			return 0;
+		}
+		return fail(KR_EIO);
+	}
+	to_stat(&s, st);
+	return 0;
+}
+
+int kr_port_fs_mkdir_at(int dirfd, const char *name, unsigned mode)
+{
+	int fd;
+
+	if (!one_name(name))
+		return KR_EINVAL;
+	if (mkdirat(dirfd, name, (mode_t)mode) != 0)
+		return errno == EEXIST ? 1 : fail(KR_ENOENT);
+	/* The mode through a descriptor: a link swapped in since mkdirat is never chmodded. */
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fail(KR_EIO);
+	if (fchmod(fd, (mode_t)mode) != 0) {
+		fs_errno = errno;
+		close(fd);
+		return KR_EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Opens name in dirfd with flags, for a regular file only. */
+static int open_regular_at(int dirfd, const char *name, int flags)
+{
+	struct stat s;
+	int fd;
+
+	if (!one_name(name))
+		return KR_EINVAL;
+	/* O_NONBLOCK: opening a fifo must not wait for the other end. */
+	fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		if (errno == ELOOP) {
+			fs_errno = errno;
+			return KR_EINVAL;
+		}
+		return fail(KR_ENOENT);
+	}
+	if (fstat(fd, &s) != 0) {
+		fs_errno = errno;
+		close(fd);
+		return KR_EIO;
+	}
+	if (!S_ISREG(s.st_mode)) {
+		fs_errno = S_ISDIR(s.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		return KR_EINVAL;
+	}
+	return fd;
+}
+
+int kr_port_fs_open_read_at(int dirfd, const char *name)
+{
+	return open_regular_at(dirfd, name, O_RDONLY);
+}
+
+int kr_port_fs_open_append_at(int dirfd, const char *name)
+{
+	return open_regular_at(dirfd, name, O_WRONLY | O_APPEND);
+}
+
+int kr_port_fs_create_at(int dirfd, const char *name, unsigned mode)
+{
+	int fd;
+
+	if (!one_name(name))
+		return KR_EINVAL;
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+		    (mode_t)mode);
+	if (fd < 0) {
+		if (errno == EEXIST) {
+			fs_errno = errno;
+			return KR_EINVAL;
+		}
+		return fail(KR_ENOENT);
+	}
+	if (fchmod(fd, (mode_t)mode) != 0) {
+		fs_errno = errno;
+		close(fd);
+		unlinkat(dirfd, name, 0);
+		return KR_EIO;
+	}
+	return fd;
+}
+
+int kr_port_fs_rename_at(int fromfd, const char *from, int tofd, const char *to)
+{
+	if (!one_name(from) || !one_name(to))
+		return KR_EINVAL;
+	/* rename never follows a link at either name: one at `to` is replaced, not written through. */
+	if (renameat(fromfd, from, tofd, to) != 0)
+		return fail(KR_EIO);
+	return 0;
+}
+
+int kr_port_fs_unlink_at(int dirfd, const char *name)
+{
+	if (!one_name(name))
+		return KR_EINVAL;
+	if (unlinkat(dirfd, name, 0) != 0)
+		return fail(KR_ENOENT);
+	return 0;
+}
+
+int kr_port_fs_rmdir_at(int dirfd, const char *name)
+{
+	if (!one_name(name))
+		return KR_EINVAL;
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) != 0)
+		return fail(KR_ENOENT);
+	return 0;
+}
+
+int kr_port_fs_sync_all(int fd)
+{
+	fault_delay();
+	if (syncfs(fd) != 0) {
+		fs_errno = errno;
+		return KR_EIO;
+	}
+	return 0;
+}
+
+/* --- commits in a child ------------------------------------------------------------- */
+
+struct commit_slot {
+	int fd;
+	pid_t pid;
+};
+
+static struct commit_slot committing[2] = {{-1, 0}, {-1, 0}};
+
+int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir)
+{
+	int p[2];
+	pid_t pid;
+	size_t i;
+
+	for (i = 0; i < sizeof(committing) / sizeof(committing[0]); i++)
+		if (committing[i].fd < 0)
+			break;
+	if (i == sizeof(committing) / sizeof(committing[0])) {
+		fs_errno = EBUSY;
+		return KR_EIO;
+	}
+	fault_init();  /* once, here: the child only sleeps */
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		fs_errno = errno;
+		return KR_EIO;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fs_errno = errno;
+		close(p[0]);
+		close(p[1]);
+		return KR_EIO;
+	}
+	if (pid == 0) {
+		/* The child never returns into kreflect's code: two ints down the pipe, _exit. */
+		int msg[2] = { 0, 0 }, dfd;
+
+		close(p[0]);
+		fault_delay();
+		if (fsync(fd) != 0) {
+			msg[0] = 1;
+		} else if (tmp && rename(tmp, path) != 0) {
+			msg[0] = 2;
+		} else if (dir) {
+			dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			fault_delay();
+			if (dfd < 0 || fsync(dfd) != 0)
+				msg[0] = 3;
+		}
+		msg[1] = msg[0] ? errno : 0;
+		if (write(p[1], msg, sizeof(msg)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	committing[i].fd = p[0];
+	committing[i].pid = pid;
+	return p[0];
+}
+
+int kr_port_fs_commit_finish(int cfd, int wait, int *step)
+{
+	int msg[2] = { 1, EIO };
+	ssize_t n;
+	size_t s;
+
+	*step = 0;
+	for (s = 0; s < sizeof(committing) / sizeof(committing[0]); s++)
+		if (committing[s].fd == cfd)
+			break;
+	if (s == sizeof(committing) / sizeof(committing[0])) {
+		fs_errno = EBADF;
+		*step = 1;
+		return KR_EIO;
+	}
+	for (;;) {
+		n = read(cfd, msg, sizeof(msg));
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		if (!wait)
+			return KR_IO_WAIT;
+		if (errno == EAGAIN) {
+			struct pollfd pf = { cfd, POLLIN, 0 };
+
+			poll(&pf, 1, -1);
+		}
+	}
+	/* Already collected by a SIGCHLD handler that reaps every child: ECHILD, harmless. */
+	while (waitpid(committing[s].pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(cfd);
+	committing[s].fd = -1;
+	committing[s].pid = 0;
+	if (n != (ssize_t)sizeof(msg)) {
+		/* The child died before it could say: nothing is known to be durable. */
+		*step = 1;
+		fs_errno = EIO;
+		return KR_EIO;
+	}
+	if (msg[0] == 0)
+		return 0;
+	*step = msg[0];
+	fs_errno = msg[1];
+	return KR_EIO;
 }

@@ -121,10 +121,35 @@ long kr_port_read_file(const char *path, void *buf, size_t size)
 	return KR_ENOENT;
 }
 
-/* --- processes: not part of the simulated device (its file system is fs.c) ------------------ */
+/* --- the directory sink and processes: not part of the simulated device ---------------------- */
 
-/* The directory sink's call; the state directory never removes a directory. */
+/* Its file system (fs.c) is the state directory's; the directory sink's calls fail here. */
 int kr_port_fs_rmdir(const char *path) { (void)path; return KR_EIO; }
+/* The directory sink's descriptor-relative calls: no file system here either. */
+int kr_port_fs_open_dir(const char *path) { (void)path; return KR_EIO; }
+int kr_port_fs_open_dir_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
+int kr_port_fs_stat_at(int dirfd, const char *name, struct kr_fs_stat *st)
+{
+	(void)dirfd;
+	(void)name;
+	(void)st;
+	return KR_EIO;
+}
+int kr_port_fs_mkdir_at(int dirfd, const char *name, unsigned mode) { (void)dirfd; (void)name; (void)mode; return KR_EIO; }
+int kr_port_fs_open_read_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
+int kr_port_fs_create_at(int dirfd, const char *name, unsigned mode) { (void)dirfd; (void)name; (void)mode; return KR_EIO; }
+int kr_port_fs_open_append_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
+int kr_port_fs_rename_at(int fromfd, const char *from, int tofd, const char *to)
+{
+	(void)fromfd;
+	(void)from;
+	(void)tofd;
+	(void)to;
+	return KR_EIO;
+}
+int kr_port_fs_unlink_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
+int kr_port_fs_rmdir_at(int dirfd, const char *name) { (void)dirfd; (void)name; return KR_EIO; }
+int kr_port_fs_sync_all(int fd) { (void)fd; return KR_EIO; }
 
 int kr_port_spawn(const char *const *argv, const char *const *env, const void *stdin_data,
 		  size_t len, char *why, size_t size)

@@ -14,9 +14,11 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 # before the library API (+12,288: the client's own checks and messages), gzip lists
 # (src/inflate.c, +9,088 of text), the local endpoint (--listen: src/serve.c,
 # src/http_server.c, +36,840), the state directory (src/state.c) and k8s-sidecar
-# mode (src/sidecar_env.c, +20,480); 455,000 is the merged binary (445,376) plus 2 %. Issue
-# #20's 300 KB needs a profile without some of them (not done yet).
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-455000}
+# mode (src/sidecar_env.c, +20,480); 455,000 is the merged binary (445,376) plus 2 %.
+# Slow-flash I/O (descriptor-relative --dir calls, batched syncs, the state's commits in
+# a child process) made it 457,704: 467,000 is that plus 2 %. Issue #20's 300 KB needs a
+# profile without some of them (not done yet).
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-467000}
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect

@@ -164,7 +164,7 @@ def fold(lines):
 
 class Kreflect:
     def __init__(self, s, args, name, token_file=None, server_url=None, resources=("configmaps",),
-                 verbosity="2", auth=True):
+                 verbosity="2", auth=True, extra_env=None):
         self.s, self.name = s, name
         srv = s.srv
         self.out_path = os.path.join(s.dir, name + ".out")
@@ -183,7 +183,7 @@ class Kreflect:
         self.err_f = open(self.err_path, "wb")
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.err_f,
-                                     env=hermetic_env(s.dir))
+                                     env=dict(hermetic_env(s.dir), **(extra_env or {})))
         remember(self.proc)
         self.lock = threading.Lock()
         self.lines = []

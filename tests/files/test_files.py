@@ -25,6 +25,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -550,7 +551,7 @@ def t_modes_secrets(s):
 
 
 # System calls, from strace -f -y: [(name, [arguments as text], result)].
-SYSCALLS = "open,openat,write,writev,fsync,fdatasync,close,rename,renameat,renameat2,unlink,unlinkat"
+SYSCALLS = "open,openat,write,writev,fsync,fdatasync,syncfs,close,rename,renameat,renameat2,unlink,unlinkat"
 
 
 def strace_calls(path):
@@ -580,20 +581,27 @@ def fd_path(args):
     return m.group(1) if m else None
 
 
-@scenario("WritesAreSyncedThenRenamed", 5)
-def t_syscalls(s):
-    """The system calls behind the atomic write, seen by strace: each new
-    file is recorded in the manifest (appended and synced) before its
-    temporary file is created; the temporary file is written and synced,
-    then renamed over the name, then its directory is synced; an update
-    that leaves a key's bytes alone writes nothing for it; a removal is
-    followed by the manifest's line and a sync of the directory."""
+def at_paths(args):
+    """The paths a call names: quoted ones as they are, a name after a
+    descriptor (strace -y: 5</dir>, "name") joined to that directory."""
+    out = []
+    for m in re.finditer(r'(?:(\d+)<([^>]*)>|AT_FDCWD), "((?:[^"\\]|\\.)*)"|^"((?:[^"\\]|\\.)*)"|, "((?:[^"\\]|\\.)*)"', args):
+        if m.group(3) is not None:
+            out.append(os.path.join(m.group(2), m.group(3)) if m.group(2) else m.group(3))
+        else:
+            out.append(m.group(4) if m.group(4) is not None else m.group(5))
+    return out
+
+
+def traced_updates(s, mode):
+    """kreflect --dir-sync mode under strace while a ConfigMap gains a key,
+    changes one, keeps one, then loses one; returns (calls, object dir, manifest)."""
     s.server()
     put(s, "configmaps", "a", data={"one": "1", "two": "2"})
     out = s.path("out")
     trace = s.path("strace.txt")
     os.makedirs(out)
-    kr = s.kreflect("--dir", out, "--dir-layout", "object")
+    kr = s.kreflect("--dir", out, "--dir-layout", "object", "--dir-sync", mode)
     kr.wait_synced()
     wait_files(out, lambda: {"default/a/one": b"1", "default/a/two": b"2"})
     tracer = s.spawn(["strace", "-f", "-y", "-qq", "-s", "512", "-e", "trace=" + SYSCALLS, "-e", "signal=none",
@@ -609,9 +617,10 @@ def t_syscalls(s):
     tracer.wait(5)
     calls = strace_calls(trace)
     check(calls, "strace saw nothing: %s" % tracer.stderr.read()[:200])
-    obj_dir = os.path.realpath(os.path.join(out, "default", "a"))
-    manifest_path = os.path.realpath(os.path.join(out, MANIFEST))
+    return calls, os.path.realpath(os.path.join(out, "default", "a")), os.path.realpath(os.path.join(out, MANIFEST))
 
+
+def check_traced(calls, obj_dir, manifest_path, batch):
     def idx(pred, start=0):
         for i in range(start, len(calls)):
             if pred(calls[i]):
@@ -619,39 +628,90 @@ def t_syscalls(s):
         return -1
 
     def is_rename_to(name):
-        return lambda c: c[0].startswith("rename") and c[2] == 0 and quoted(c[1])[-1:] == [os.path.join(obj_dir, name)]
+        return lambda c: c[0].startswith("rename") and c[2] == 0 and at_paths(c[1])[-1:] == [os.path.join(obj_dir, name)]
+
+    def syncfs(i):
+        return calls[i][0] == "syncfs" and calls[i][2] == 0
 
     for name, new in (("two", False), ("three", True)):
         r = idx(is_rename_to(name))
         check(r >= 0, "no rename to %s in the trace" % name)
-        tmp = quoted(calls[r][1])[0]
+        tmp = at_paths(calls[r][1])[0]
         check(os.path.basename(tmp).startswith(".kreflect-tmp-") and os.path.dirname(tmp) == obj_dir,
               "%s was renamed from %s" % (name, tmp))
-        o = idx(lambda c: c[0] in ("open", "openat") and tmp in quoted(c[1]) and "O_EXCL" in c[1])
+        o = idx(lambda c: c[0] in ("open", "openat") and tmp in at_paths(c[1]) and "O_EXCL" in c[1])
         check(0 <= o < r, "the temporary file of %s was not created with O_EXCL before the rename" % name)
         between = calls[o + 1:r]
         check(any(c[0] in ("write", "writev") and fd_path(c[1]) == tmp for c in between),
               "%s: no write to the temporary file" % name)
-        sync = [i for i, c in enumerate(between) if c[0] == "fsync" and fd_path(c[1]) == tmp and c[2] == 0]
-        check(sync, "%s: the temporary file was not synced before the rename" % name)
-        check(any(c[0] == "close" and fd_path(c[1]) == tmp for c in between[sync[-1]:]),
-              "%s: the temporary file was not closed after its sync" % name)
-        d = idx(lambda c: c[0] == "fsync" and fd_path(c[1]) == obj_dir and c[2] == 0, r)
-        check(d > r, "%s: its directory was not synced after the rename" % name)
+        if batch:
+            sync = [i for i in range(o + 1, r) if syncfs(i)]
+            check(sync, "%s: no file system sync between the temporary file and its rename" % name)
+            check(any(c[0] == "close" and fd_path(c[1]) == tmp for c in calls[o + 1:sync[-1]]),
+                  "%s: the temporary file was not closed before the sync" % name)
+            d = [i for i in range(r + 1, len(calls)) if syncfs(i)]
+            check(d, "%s: no file system sync after the rename" % name)
+        else:
+            sync = [i for i, c in enumerate(between) if c[0] == "fsync" and fd_path(c[1]) == tmp and c[2] == 0]
+            check(sync, "%s: the temporary file was not synced before the rename" % name)
+            check(any(c[0] == "close" and fd_path(c[1]) == tmp for c in between[sync[-1]:]),
+                  "%s: the temporary file was not closed after its sync" % name)
+            d = idx(lambda c: c[0] == "fsync" and fd_path(c[1]) == obj_dir and c[2] == 0, r)
+            check(d > r, "%s: its directory was not synced after the rename" % name)
         if new:
-            m = [i for i in range(o) if calls[i][0] == "fsync" and fd_path(calls[i][1]) == manifest_path]
-            check(m, "%s: the manifest was not synced before its file was created" % name)
-            w = [i for i in range(o) if calls[i][0] in ("write", "writev") and fd_path(calls[i][1]) == manifest_path
+            w = [i for i in range(r) if calls[i][0] in ("write", "writev") and fd_path(calls[i][1]) == manifest_path
                  and "default/a/three" in calls[i][1]]
-            check(w and w[-1] < m[-1], "%s: the manifest line was not written before that sync" % name)
-    written = [quoted(c[1])[0] for c in calls if c[0] in ("open", "openat") and "O_EXCL" in c[1] and quoted(c[1])]
+            check(w, "%s: no manifest line before the rename" % name)
+            if batch:
+                m = [i for i in range(w[-1], r) if syncfs(i)]
+                check(m, "%s: the manifest line was not made durable before its file appeared" % name)
+            else:
+                m = [i for i in range(o) if calls[i][0] == "fsync" and fd_path(calls[i][1]) == manifest_path]
+                check(m, "%s: the manifest was not synced before its file was created" % name)
+                check(w[-1] < m[-1], "%s: the manifest line was not written before that sync" % name)
+    written = [at_paths(c[1])[0] for c in calls if c[0] in ("open", "openat") and "O_EXCL" in c[1] and at_paths(c[1])]
     check(not any("-one-" in os.path.basename(w) for w in written),
           "the unchanged key was rewritten: %s" % written)
-    u = idx(lambda c: c[0].startswith("unlink") and quoted(c[1])[-1:] == [os.path.join(obj_dir, "one")] and c[2] == 0)
+    u = idx(lambda c: c[0].startswith("unlink") and at_paths(c[1])[-1:] == [os.path.join(obj_dir, "one")] and c[2] == 0)
     check(u >= 0, "no unlink of the removed key")
-    m = idx(lambda c: c[0] == "fsync" and fd_path(c[1]) == manifest_path, u)
-    d = idx(lambda c: c[0] == "fsync" and fd_path(c[1]) == obj_dir, u)
-    check(m > u and d > u, "after the unlink: manifest synced %s, directory synced %s" % (m > u, d > u))
+    if batch:
+        m = idx(lambda c: c[0] in ("write", "writev") and fd_path(c[1]) == manifest_path, u)
+        d = idx(lambda c: c[0] == "syncfs" and c[2] == 0, max(m, u))
+        check(m > u and d > m, "after the unlink: manifest line %s, then a file system sync %s" % (m > u, d > m))
+    else:
+        m = idx(lambda c: c[0] == "fsync" and fd_path(c[1]) == manifest_path, u)
+        d = idx(lambda c: c[0] == "fsync" and fd_path(c[1]) == obj_dir, u)
+        check(m > u and d > u, "after the unlink: manifest synced %s, directory synced %s" % (m > u, d > u))
+    # Every create, rename and removal is relative to a directory descriptor, one name each.
+    for c in calls:
+        if c[0] in ("renameat", "renameat2", "unlinkat") or (c[0] == "openat" and "O_CREAT" in c[1]):
+            check(not c[1].startswith("AT_FDCWD") and all("/" not in n for n in quoted(c[1])),
+                  "a path-based call: %s(%s)" % (c[0], c[1][:160]))
+
+
+@scenario("WritesAreSyncedThenRenamed", 5)
+def t_syscalls(s):
+    """--dir-sync each, seen by strace: each new file is recorded in the
+    manifest (appended and synced) before its temporary file is created; the
+    temporary file is written and synced, then renamed over the name, then
+    its directory is synced; an update that leaves a key's bytes alone writes
+    nothing for it; a removal is followed by the manifest's line and a sync of
+    the directory. Every call names one entry of an open directory."""
+    calls, obj_dir, manifest_path = traced_updates(s, "each")
+    check_traced(calls, obj_dir, manifest_path, batch=False)
+
+
+@scenario("BatchSyncedOnceThenRenamed", 5)
+def t_syscalls_batch(s):
+    """--dir-sync batch (the default), seen by strace: the new file's
+    manifest line and the temporary files are written, one file system sync
+    makes them durable, then the renames, then one more sync; no fsync per
+    file. The unchanged key is not rewritten; a removal's manifest line is
+    followed by a sync."""
+    calls, obj_dir, manifest_path = traced_updates(s, "batch")
+    check_traced(calls, obj_dir, manifest_path, batch=True)
+    check(not any(c[0] == "fsync" for c in calls), "an fsync in batch mode: %s" %
+          [c for c in calls if c[0] == "fsync"][:3])
 
 
 # =========================================================================== 2. a reader never sees a partial file
@@ -975,6 +1035,116 @@ def t_path_escapes(s):
     wait_until(lambda: "for configmaps default/keyed: something other than a directory is there" in kr2.stderr(),
                5, "the namespace link to be refused")
     check(outside_state(outside) == before_outside, "the object layout wrote through a link")
+
+
+class SwapLeftovers:
+    """What the swapping leaves (the moved-away directory or file, a
+    temporary file stranded in it): not kreflect's to put right."""
+    def __contains__(self, rel):
+        return ".real" in rel or ".kreflect-tmp-" in rel
+
+
+def swap_churn(out, outside, stop, counts):
+    """Until stop is set: the object's directory out/default/race swapped for
+    a link to outside and back, and its file k0 for a link to the victim.
+    (kreflect may make the directory again meanwhile: the moved one stays.)"""
+    d = os.path.join(out, "default", "race")
+    n = 0
+    while not stop.is_set():
+        n += 1
+        moved, f = "%s.real-%d" % (d, n), os.path.join(d, "k0")
+        try:
+            os.rename(d, moved)
+        except OSError:
+            moved = None
+        try:
+            os.symlink(outside, d)
+            counts["dir"] += 1
+            time.sleep(0.003)
+            os.unlink(d)
+        except OSError:
+            pass
+        try:
+            if moved:
+                os.rename(moved, d)
+        except OSError:
+            pass
+        try:
+            os.rename(f, f + ".real")
+            os.symlink(os.path.join(outside, "victim"), f)
+            counts["file"] += 1
+            time.sleep(0.003)
+            if os.path.islink(f):
+                os.unlink(f)
+                os.rename(f + ".real", f)
+        except OSError:
+            pass
+        time.sleep(0.002)
+
+
+@scenario("SwapsWhileWritingNeverEscape", 8)
+def t_swaps_while_writing(s):
+    """A directory of kreflect's swapped for a link out of PATH, and one of
+    its files for a link to a file outside, again and again while kreflect
+    writes (fsync slowed by the port's test hook, widening every window),
+    in both --dir-sync modes: nothing outside changes, kreflect keeps
+    running and says what it refused, and once the swapping stops the next
+    change puts the files right."""
+    s.server()
+    out_root, outside = s.path("out"), s.path("outside")
+    os.makedirs(outside)
+    with open(os.path.join(outside, "victim"), "wb") as f:
+        f.write(b"must stay")
+    before_outside = outside_state(outside)
+    put(s, "configmaps", "race", data={"k%d" % k: "0" for k in range(4)})
+    start = b"0"
+    for mode in ("batch", "each"):
+        out = os.path.join(out_root, mode)
+        os.makedirs(out)
+        kr = s.kreflect("--dir", out, "--dir-layout", "object", "--dir-sync", mode,
+                        extra_env={"KREFLECT_FAULT_FSYNC_MS": "20"}, name="kreflect-" + mode)
+        kr.wait_synced()
+        wait_files(out, lambda: {"default/race/k%d" % k: start for k in range(4)})
+        stop, counts = threading.Event(), {"dir": 0, "file": 0}
+        th = threading.Thread(target=swap_churn, args=(out, outside, stop, counts), daemon=True)
+        th.start()
+        try:
+            for v in range(1, 25):
+                s.ctl.update("configmaps", "default", "race", data={"k%d" % k: "%s-%d" % (mode, v) for k in range(4)})
+                time.sleep(0.03)
+        finally:
+            stop.set()
+            th.join(5)
+        check(counts["dir"] > 0 and counts["file"] > 0, "the swaps did not run: %s" % counts)
+        check(outside_state(outside) == before_outside,
+              "%s: something changed outside PATH: %s" % (mode, outside_state(outside)))
+        check(kr.running(), "%s: kreflect died: %s" % (mode, kr.stderr()[-300:]))
+        s.ctl.update("configmaps", "default", "race", data={"k%d" % k: "final-" + mode for k in range(4)})
+        wait_files(out, lambda: {"default/race/k%d" % k: ("final-" + mode).encode() for k in range(4)},
+                   ignore=SwapLeftovers())
+        check(outside_state(outside) == before_outside, "%s: something changed outside PATH" % mode)
+        start = ("final-" + mode).encode()
+        err = kr.stderr()
+        refused = [ln for ln in err.splitlines() if "unable to" in ln]
+        check(all(ln.startswith("kreflect: ") for ln in refused), "%s: a malformed error line: %s" % (mode, refused[:2]))
+
+
+@scenario("SyncModeFlagsChecked", 2)
+def t_sync_flags(s):
+    """--dir-sync and --state-sync take their two words only: anything else
+    is a usage error (exit 2) naming the flag, before anything is written."""
+    out = s.path("out")
+    bad = []
+    for args, flag in ((["--dir", out, "--dir-sync", "sometimes"], "--dir-sync"),
+                       (["--dir", out, "--dir-sync", ""], "--dir-sync"),
+                       (["--state-dir", s.path("state"), "--state-sync", "thread"], "--state-sync")):
+        p = subprocess.run([e2e.BIN, "--server", "https://127.0.0.1:1"] + args + ["configmaps"],
+                           capture_output=True, timeout=10, env=e2e.hermetic_env(s.dir))
+        err = p.stderr.decode("utf-8", "replace")
+        if p.returncode != 2 or flag not in err or p.stdout:
+            bad.append("%s -> exit %s, %r" % (" ".join(args[-2:]), p.returncode, err.strip()[:160]))
+    check(not bad, "\n".join(bad))
+    check(not os.path.exists(out) and not os.path.exists(s.path("state")), "a bad flag still created a directory")
 
 
 HOSTILE_KEYS = {

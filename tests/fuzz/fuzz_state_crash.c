@@ -19,8 +19,10 @@
  * power cut at every step; every start must find the state after the first
  * group or after the second.
  *
- * Input: byte 0: bit 0 an old snapshot exists, bit 1 the journal; the rest,
- * three bytes per object: what happens to it, and two for its size.
+ * Input: byte 0: bit 0 an old snapshot exists, bit 1 the journal, bit 2 the
+ * commits inline (else the way of the child process that kreflect uses by
+ * default: the same steps, played by tests/fuzz/memfs.h); the rest, three
+ * bytes per object: what happens to it, and two for its size.
  */
 #include "state_fixture.h"
 
@@ -303,6 +305,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	had_old = (data[0] & 3) != 0;
+	fx_commit_inline = (data[0] & 4) != 0;
 	describe(data, size);
 	memfs_init();
 	/* The new mirror's digest, from a store that holds it. */

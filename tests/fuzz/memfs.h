@@ -265,6 +265,8 @@ int MEMFS_FN(sync)(int fd);
 int MEMFS_FN(close)(int fd);
 int MEMFS_FN(rename)(const char *from, const char *to);
 int MEMFS_FN(sync_dir)(const char *path);
+int MEMFS_FN(commit_start)(int fd, const char *tmp, const char *path, const char *dir);
+int MEMFS_FN(commit_finish)(int cfd, int wait, int *step);
 const char *MEMFS_FN(error)(void);
 #endif
 
@@ -450,6 +452,39 @@ int MEMFS_FN(sync_dir)(const char *path)
 	memcpy(memfs.ddir, memfs.vdir, sizeof(memfs.ddir));
 	memfs_gc();
 	return 0;
+}
+
+/*
+ * The child process of a commit, played here: its steps in its order
+ * (fsync, rename, directory fsync), each a boundary where the power may go
+ * off, as inline; the outcome waits for kr_port_fs_commit_finish.
+ */
+static int memfs_commit_step = -1;
+
+#define MEMFS_COMMIT_FD 4000
+
+int MEMFS_FN(commit_start)(int fd, const char *tmp, const char *path, const char *dir)
+{
+	int step = 0;
+
+	if (MEMFS_FN(sync)(fd) < 0)
+		step = 1;
+	else if (tmp && MEMFS_FN(rename)(tmp, path) < 0)
+		step = 2;
+	else if (dir && MEMFS_FN(sync_dir)(dir) < 0)
+		step = 3;
+	memfs_commit_step = step;
+	return MEMFS_COMMIT_FD;
+}
+
+int MEMFS_FN(commit_finish)(int cfd, int wait, int *step)
+{
+	(void)wait;
+	if (cfd != MEMFS_COMMIT_FD || memfs_commit_step < 0)
+		abort();
+	*step = memfs_commit_step;
+	memfs_commit_step = -1;
+	return *step ? KR_EIO : 0;
 }
 
 const char *MEMFS_FN(error)(void)

@@ -34,6 +34,7 @@ static struct kr_reflect fx_top;
 static struct kr_reflector fx_refl[2];
 static struct kr_resource fx_res[2];
 static struct kr_state fx_st;
+static int fx_commit_inline;    /* 1: the state's fsync and rename inline, 0: the child's way */
 
 int64_t __wrap_kr_port_wall_seconds(void);
 void __wrap_kr_port_log_write(const char *line, size_t len);
@@ -80,6 +81,7 @@ static void fx_setup(void)
 		abort();
 	kr_state_opts_default(&so);
 	so.dir = FX_DIR;
+	so.commit_inline = fx_commit_inline;
 	if (kr_state_init(&fx_st, &fx_top, &fx_loop, &so, err, sizeof(err)) != 0)
 		abort();
 }

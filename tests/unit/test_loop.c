@@ -171,3 +171,40 @@ KR_TEST(loop, source_capacity_and_removal)
 	check(kr_loop_add(&loop, &s[KR_LOOP_MAX_SOURCES]) == 0);
 	return 0;
 }
+
+static int hook_runs;
+
+static int count_hook(void *arg)
+{
+	(void)arg;
+	/* A timer's callback must find the hook's work done: it records 9 first. */
+	order[norder++] = 9;
+	hook_runs++;
+	return 0;
+}
+
+KR_TEST(loop, before_timers_hook_runs_only_ahead_of_due_timers)
+{
+	struct kr_loop loop;
+	struct kr_timer a = { 0 };
+	struct kr_pollfd fds[4];
+	int i, wait;
+
+	kr_loop_init(&loop);
+	norder = 0;
+	hook_runs = 0;
+	check(kr_loop_before_timers(&loop, count_hook, NULL) == 0);
+	/* No timer due: a pass runs no hook. */
+	check(kr_loop_process(&loop, fds, 0) == 0);
+	check(hook_runs == 0);
+	a.fire = record;
+	a.arg = (void *)1L;
+	check(kr_loop_timer_at(&loop, &a, kr_port_now_ms()) == 0);
+	check(kr_loop_fds(&loop, fds, 4, &wait) == 0 && wait == 0);
+	check(kr_loop_process(&loop, fds, 0) == 1);
+	check(hook_runs == 1 && norder == 2 && order[0] == 9 && order[1] == 1);
+	for (i = 1; i < KR_LOOP_MAX_HOOKS; i++)
+		check(kr_loop_before_timers(&loop, count_hook, NULL) == 0);
+	check(kr_loop_before_timers(&loop, count_hook, NULL) == KR_ENOSPC);
+	return 0;
+}

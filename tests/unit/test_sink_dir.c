@@ -176,16 +176,23 @@ static int logged(const char *s)
 	return slurp(log_path, buf, sizeof(buf)) >= 0 && strstr(buf, s) != NULL;
 }
 
-static int open_sink(int layout_object, size_t max_files)
+static int open_sink_mode(int layout_object, size_t max_files, int batch)
 {
 	struct kr_dirsink_opts o;
 	char err[256];
 
+	kr_dirsink_close(&D);  /* a restart: the earlier run's root descriptor goes */
 	memset(&o, 0, sizeof(o));
 	o.path = root;
 	o.layout_object = layout_object;
 	o.max_files = max_files;
+	o.batch = batch;
 	return kr_dirsink_init(&D, &o, err, sizeof(err));
+}
+
+static int open_sink(int layout_object, size_t max_files)
+{
+	return open_sink_mode(layout_object, max_files, 0);
 }
 
 static void send(enum kr_event_type type, const char *res, const char *key, const char *obj)
@@ -275,6 +282,7 @@ static int with_dir(int (*body)(void))
 	close(fd);
 	kr_log_set_level(KR_LOG_TRACE);
 	r = body();
+	kr_dirsink_close(&D);
 	kr_log_set_level(KR_LOG_INFO);
 	fflush(stderr);
 	dup2(saved_stderr, 2);
@@ -978,5 +986,177 @@ DIR_TEST(k8s_sidecar_sweep_scoped_to_each_namespace)
 	check(!exists(at("namespace_mon.configmap_a.a")));       /* mon's own: gone */
 	check(holds_str("namespace_apps.configmap_b.b", "2"));   /* apps': not mon's to judge */
 	check(!exists(at("namespace_gone.configmap_c.c")));      /* no resource covers it any more */
+	return 0;
+}
+
+/* --- batch mode ---------------------------------------------------------------------------- */
+
+DIR_TEST(batch_files_appear_at_the_flush_all_at_once)
+{
+	struct names c;
+
+	check(open_sink_mode(0, 0, 1) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\",\"b\":\"2\"}"));
+	/* Written, not yet in place: the manifest holds them, the names do not exist yet. */
+	check(!exists(at("a")) && !exists(at("b")));
+	check(count_named(root, ".kreflect-tmp-") == 2);
+	check(D.npending == 2 && kr_dirsink_changed(&D));
+	check(kr_dirsink_files(&D) == 2);
+	check(kr_dirsink_flush(&D) == 0);
+	check(holds_str("a", "1") && holds_str("b", "2"));
+	check(count_named(root, ".kreflect-tmp-") == 0);
+	check(D.npending == 0 && D.unsynced == 0);
+	check(D.stats.written == 2 && D.stats.errors == 0);
+	memset(&c, 0, sizeof(c));
+	check(kr_dirsink_take_changes(&D, collect, &c) == 2);
+	check(listed(&c, "a") && listed(&c, "b"));
+	/* Nothing waiting: a flush does nothing. */
+	check(kr_dirsink_flush(&D) == 0 && D.stats.written == 2);
+	return 0;
+}
+
+DIR_TEST(batch_later_write_of_a_path_replaces_the_waiting_one)
+{
+	check(open_sink_mode(0, 0, 1) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"v1\"}"));
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"v2\"}"));
+	check(D.npending == 1 && count_named(root, ".kreflect-tmp-") == 1);
+	check(kr_dirsink_flush(&D) == 0);
+	check(holds_str("a", "v2"));
+	/* v3 waits; then back to what is on disk: nothing is written, v3 is forgotten. */
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"v3\"}"));
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"v2\"}"));
+	check(D.npending == 0 && count_named(root, ".kreflect-tmp-") == 0);
+	check(kr_dirsink_flush(&D) == 0);
+	check(holds_str("a", "v2"));
+	check(D.stats.written == 1 && D.stats.unchanged == 1);
+	return 0;
+}
+
+DIR_TEST(batch_delete_before_the_flush_leaves_nothing)
+{
+	check(open_sink_mode(1, 0, 1) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	send(KR_EV_DELETED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	check(D.npending == 0);
+	check(kr_dirsink_flush(&D) == 0);
+	check(!exists(at("default/app/a")) && !exists(at("default/app")) && !exists(at("default")));
+	check(count_named(root, ".kreflect-tmp-") == 0);
+	check(kr_dirsink_files(&D) == 0 && D.stats.errors == 0);
+	/* What the manifest says after a restart: nothing owned. */
+	check(open_sink_mode(1, 0, 1) == 0 && kr_dirsink_files(&D) == 0);
+	return 0;
+}
+
+DIR_TEST(batch_full_table_flushes_first_and_sync_flushes)
+{
+	static char members[KR_DIRSINK_BATCH_FILES * 24 + 64];
+	char last[32], value[32];
+	size_t len = 0;
+	int k;
+
+	check(open_sink_mode(0, 0, 1) == 0);
+	len += (size_t)snprintf(members + len, sizeof(members) - len, "\"data\":{");
+	for (k = 0; k < KR_DIRSINK_BATCH_FILES + 3; k++)
+		len += (size_t)snprintf(members + len, sizeof(members) - len, "%s\"k%d\":\"%d\"",
+					k ? "," : "", k, k);
+	snprintf(members + len, sizeof(members) - len, "}");
+	send(KR_EV_ADDED, "configmaps", "default/many", cm("many", NULL, members));
+	/* The table filled once: its files are in place, the rest wait. */
+	check(D.npending == 3);
+	check(D.stats.written == KR_DIRSINK_BATCH_FILES);
+	snprintf(last, sizeof(last), "k%d", KR_DIRSINK_BATCH_FILES + 2);
+	snprintf(value, sizeof(value), "%d", KR_DIRSINK_BATCH_FILES + 2);
+	check(holds_str("k0", "0") && !exists(at(last)));
+	/* A SYNCED event: everything in place before whoever it starts. */
+	synced("configmaps");
+	check(D.npending == 0 && D.stats.written == KR_DIRSINK_BATCH_FILES + 3);
+	check(holds_str(last, value));
+	check(count_named(root, ".kreflect-tmp-") == 0);
+	return 0;
+}
+
+DIR_TEST(batch_take_changes_and_close_flush)
+{
+	struct names c;
+
+	check(open_sink_mode(0, 0, 1) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	memset(&c, 0, sizeof(c));
+	check(kr_dirsink_take_changes(&D, collect, &c) == 1 && listed(&c, "a"));
+	check(holds_str("a", "1"));
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"2\"}"));
+	kr_dirsink_close(&D);
+	check(holds_str("a", "2") && count_named(root, ".kreflect-tmp-") == 0);
+	kr_dirsink_close(&D);  /* twice: harmless */
+	return 0;
+}
+
+/* --- links swapped in while it runs ------------------------------------------------------ */
+
+/* Swaps root/rel (a directory) for a link to tmp_dir/outside; nonzero on failure. */
+static int swap_for_link(const char *rel)
+{
+	char moved[1100], outside[300];
+
+	snprintf(moved, sizeof(moved), "%s.moved", at(rel));
+	snprintf(outside, sizeof(outside), "%s/outside", tmp_dir);
+	return mkdir(outside, 0755) != 0 || rename(at(rel), moved) != 0 || symlink(outside, at(rel)) != 0;
+}
+
+static int outside_empty(void)
+{
+	char outside[300];
+
+	snprintf(outside, sizeof(outside), "%s/outside", tmp_dir);
+	return count_all(outside) == 0;
+}
+
+DIR_TEST(link_swapped_for_a_directory_is_never_followed)
+{
+	check(open_sink(1, 0) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	check(holds_str("default/app/a", "1"));
+	check(swap_for_link("default/app") == 0);
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"2\",\"b\":\"3\"}"));
+	check(outside_empty());
+	check(logged("unable to create directory default/app for configmaps default/app: something other "
+		     "than a directory is there"));
+	send(KR_EV_DELETED, "configmaps", "default/app", cm("app", NULL, "\"data\":{}"));
+	check(outside_empty());
+	check(logged("is now a link or a file; leaving it"));
+	return 0;
+}
+
+DIR_TEST(batch_link_swapped_in_before_the_flush_is_never_followed)
+{
+	check(open_sink_mode(1, 0, 1) == 0);
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	check(kr_dirsink_flush(&D) == 0);
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"2\"}"));
+	check(D.npending == 1);
+	/* Between the write and the rename, the directory becomes a link out of the root. */
+	check(swap_for_link("default/app") == 0);
+	check(kr_dirsink_flush(&D) == 0);
+	check(outside_empty());
+	check(logged("unable to write default/app/a: a directory on the way is no longer a directory"));
+	check(D.stats.errors == 1);
+	return 0;
+}
+
+DIR_TEST(batch_file_on_another_file_system_is_synced_on_its_own)
+{
+	check(open_sink_mode(0, 0, 1) == 0);
+	check(D.rootdev_known);
+	/* As if the root's file system were another than the file's: the batch's syncfs would not cover it. */
+	D.rootdev ^= 1;
+	send(KR_EV_ADDED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"1\"}"));
+	check(D.npending == 0);
+	check(holds_str("a", "1") && count_named(root, ".kreflect-tmp-") == 0);
+	check(D.stats.written == 1 && D.stats.errors == 0);
+	D.rootdev ^= 1;
+	send(KR_EV_MODIFIED, "configmaps", "default/app", cm("app", NULL, "\"data\":{\"a\":\"2\"}"));
+	check(D.npending == 1 && holds_str("a", "1"));
+	check(kr_dirsink_flush(&D) == 0 && holds_str("a", "2"));
 	return 0;
 }
