@@ -728,11 +728,34 @@ static const char *env_get(void *arg, const char *name)
 	return getenv(name);
 }
 
+/*
+ * A flag whose feature this build leaves out (README "Sizes") is refused by
+ * name: running without the endpoint or the hooks the user asked for would
+ * look like success.
+ */
+static int features_check(const struct options *o)
+{
+	const char *flag = !KR_WITH_LISTEN && o->serve.listen ? "--listen"
+		: !KR_WITH_STATE && o->cfg.state_dir && *o->cfg.state_dir ? "--state-dir"
+		: !KR_WITH_DIR && o->dir.path ? "--dir"
+		: !KR_WITH_HOOKS && o->notify.exec ? "--exec"
+		: !KR_WITH_HOOKS && o->notify.signal ? "--signal"
+		: !KR_WITH_HOOKS && o->http_post ? "--http-post"
+		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM" : NULL;
+
+	if (flag)
+		return usage_error("%s is not built into this kreflect (a smaller build)", flag);
+	return 0;
+}
+
 /* --k8s-sidecar: k8s-sidecar's variables (sidecar_env.h) instead of flags. */
 static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 {
 	char err[512];
 
+	if (!KR_WITH_SIDECAR)
+		return usage_error("--k8s-sidecar (or the name k8s-sidecar) is not built into this "
+				   "kreflect%s", "");
 	if (kr_sidecar_parse(&sidecar, env_get, NULL, argc, argv, err, sizeof(err)) != 0) {
 		kr_dprintf(2, "kreflect: unable to use the k8s-sidecar configuration: %s\n", err);
 		return EXIT_USAGE;
@@ -864,6 +887,9 @@ int main(int argc, char **argv)
 					   : parse_flags(argc, argv, &o, &nres);
 	if (r)
 		return r;
+	r = features_check(&o);
+	if (r)
+		return r;
 	if (o.sup_flag && !o.sup.argv)
 		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
 	if (o.cfg.max_stale_s >= 0 && !(o.cfg.state_dir && *o.cfg.state_dir))
@@ -886,7 +912,7 @@ int main(int argc, char **argv)
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
-	if (o.dir.path) {
+	if (KR_WITH_DIR && o.dir.path) {
 		if (o.sidecar) {
 			/* A sweep removes only the files of what its own resource covers. */
 			o.dir.scopes = kr_client_resource(client, 0);
@@ -899,7 +925,7 @@ int main(int argc, char **argv)
 		if (add_sink(kr_dirsink_event, &dirsink) != 0)
 			return EXIT_FATAL;
 	}
-	if (o.notify.exec || o.notify.signal) {
+	if (KR_WITH_HOOKS && (o.notify.exec || o.notify.signal)) {
 		o.notify.resources = nres;
 		if (kr_notify_init(&notify, loop, &o.notify, err, sizeof(err)) != 0)
 			return usage_error("%s: %s", o.sidecar ? "SCRIPT" : "--exec", err);
@@ -908,7 +934,7 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		notify_on = 1;
 	}
-	if (o.http_post) {
+	if (KR_WITH_HOOKS && o.http_post) {
 		const char *flag = o.sidecar ? "REQ_URL" : "--http-post";
 
 		if (kr_http_post_init_opts(&post, loop, o.http_post, o.notify.debounce_ms, nres,
@@ -922,7 +948,7 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		post_on = 1;
 	}
-	if (o.sup.argv) {
+	if (KR_WITH_HOOKS && o.sup.argv) {
 		o.sup.debounce_ms = o.notify.debounce_ms;
 		o.sup.resources = nres;
 		o.sup.on_end = on_program_end;
@@ -946,7 +972,7 @@ int main(int argc, char **argv)
 		/* No such resource, or a state directory that cannot be used: usage; else the server. */
 		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
-	if (o.serve.listen) {
+	if (KR_WITH_LISTEN && o.serve.listen) {
 		o.serve.notify = notify_on ? &notify : NULL;
 		o.serve.post = post_on ? &post : NULL;
 		r = kr_client_listen_opts(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
