@@ -245,6 +245,15 @@
 #ifndef KR_WITH_DIR
 #define KR_WITH_DIR 1          /* --dir: objects as files */
 #endif
+#ifndef KR_WITH_KUBECONFIG
+#define KR_WITH_KUBECONFIG 1   /* kubeconfig files; without: --server and credentials, or in-cluster */
+#endif
+#ifndef KR_WITH_DNS
+#define KR_WITH_DNS 1          /* host names (musl's resolver, 20 KB); without: IP addresses only */
+#endif
+#ifndef KR_WITH_FULL_HELP
+#define KR_WITH_FULL_HELP 1    /* --help's full text (15 KB); without: a short one */
+#endif
 
 /* --- checks ---------------------------------------------------------------------- */
 

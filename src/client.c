@@ -282,6 +282,17 @@ static int choose_source(struct kr_client *c, struct kr_kubeconfig_work *w, char
 	struct kr_fs_stat st;
 	int r;
 
+	if (!KR_WITH_KUBECONFIG) {
+		/* Built without the kubeconfig reader: the configuration alone, or in-cluster. */
+		if (o->kubeconfig || (!o->no_auto_source && !o->server && list && *list))
+			return fail(err, errlen, KR_ENOTSUP, "unable to read a kubeconfig: the reader is not built "
+				    "into this kreflect (give the server and credentials directly, or run in a pod)");
+		if (!o->no_auto_source && !o->server && host && *host && port && *port && !o->context) {
+			in_cluster(&c->kcfg, host, port);
+			return 0;
+		}
+		return o->server ? 0 : fail(err, errlen, KR_EINVAL, "no API server: give --server or run in a pod");
+	}
 	if (!w && (o->kubeconfig || (!o->no_auto_source && !o->server &&
 				      !((host && *host && port && *port && !o->context)))))
 		return fail(err, errlen, KR_ENOSPC, "an arena of %zu bytes is too small to read a kubeconfig "
@@ -561,6 +572,14 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	if (r == 0 && parse_server(c->kcfg.server, &c->conn_cfg, &c->plain) != 0)
 		r = fail(err, errlen, KR_EINVAL, "server '%s' is not https://HOST[:PORT] (IPv6 in brackets)",
 			 c->kcfg.server);
+	if (r == 0 && !KR_WITH_DNS) {
+		struct kr_addr ip;
+
+		/* In a pod the server is an IP address already (KUBERNETES_SERVICE_HOST). */
+		if (kr_port_parse_ip(c->conn_cfg.host, c->conn_cfg.port, &ip) != 0)
+			r = fail(err, errlen, KR_ENOTSUP, "unable to look up %s: name lookups are not built into "
+				 "this kreflect (give the server's IP address)", c->conn_cfg.host);
+	}
 	if (r == 0 && c->kcfg.tls_server_name[0])
 		kr_snprintf(c->conn_cfg.server_name, sizeof(c->conn_cfg.server_name), "%s",
 			    c->kcfg.tls_server_name);

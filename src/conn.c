@@ -247,6 +247,10 @@ static void start_connect(struct kr_conn *c)
 		try_connect(c);
 		return;
 	}
+	if (!KR_WITH_DNS) {
+		fail(c, KR_EINVAL, "unable to look up the host: name lookups are not built into this kreflect");
+		return;
+	}
 	c->resolve_fd = kr_port_resolve_start(dial_host(c));
 	if (c->resolve_fd < 0) {
 		fail(c, KR_EIO, "unable to start a name lookup");

@@ -52,6 +52,7 @@ static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
 
+#if KR_WITH_FULL_HELP
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...] [-- PROGRAM [ARGS ...]]\n"
 	"\n"
@@ -206,6 +207,15 @@ static const char usage[] =
 	"  2  usage or configuration error (the message names the flag)\n"
 	"  supervisor mode: PROGRAM's exit code (128+N if signal N ended it); 126 if PROGRAM\n"
 	"  could not be run, 127 if it was not found\n";
+#else
+/* A smaller build (README "Sizes"): the full text is 15 KB; the README has it. */
+static const char usage[] =
+	"usage: kreflect [flags] [RESOURCE ...]\n"
+	"a smaller build of kreflect: the flags are those of the README's full build, less\n"
+	"those it leaves out (they say \"not built into this kreflect\"); kreflect --version\n"
+	"names the build. exit codes: 0 clean stop or --once done, 1 fatal error at run\n"
+	"time, 2 usage or configuration error\n";
+#endif
 
 struct options {
 	struct kr_config cfg;          /* connection, what, how, capacities */
@@ -226,6 +236,18 @@ struct options {
 
 static void print_version(void)
 {
+	/* What a smaller build (README "Sizes") leaves out, so that a device can tell. */
+	static const struct {
+		int on;
+		const char *name;
+	} feature[] = {
+		{ KR_WITH_LISTEN, "listen" }, { KR_WITH_SIDECAR, "sidecar" }, { KR_WITH_STATE, "state" },
+		{ KR_WITH_PROXY, "proxy" }, { KR_WITH_DISCOVERY, "discovery" }, { KR_WITH_HOOKS, "hooks" },
+		{ KR_WITH_DIR, "dir" }, { KR_WITH_KUBECONFIG, "kubeconfig" }, { KR_WITH_DNS, "dns" },
+		{ KR_WITH_FULL_HELP, "full_help" },
+	};
+	size_t i, out = 0;
+
 	kr_dprintf(1, "kreflect %s\n", KR_VERSION);
 	kr_dprintf(1, "target: %s (linux, static)\n", kr_target());
 	kr_dprintf(1, "mbedTLS: %s\n", MBEDTLS_VERSION_STRING);
@@ -235,6 +257,11 @@ static void print_version(void)
 	       (unsigned)KR_ARENA_BYTES, (unsigned)KR_MAX_OBJECT_BYTES,
 	       (unsigned)KR_JSON_TOKENS, (unsigned)KR_MAX_CONNS,
 	       (unsigned)KR_TLS_HEAP_SIZE);
+	for (i = 0; i < sizeof(feature) / sizeof(feature[0]); i++)
+		if (!feature[i].on)
+			kr_dprintf(1, "%s%s", out++ ? " " : "left out (WITHOUT): ", feature[i].name);
+	if (out)
+		kr_dprintf(1, "\n");
 }
 
 /* The budget for the capacities the flags chose. Returns an exit code. */

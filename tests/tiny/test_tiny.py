@@ -5,7 +5,8 @@
 
 The tiny build speaks TLS 1.3 with ECDSA P-256, X25519 and AES-128-GCM only,
 watches the compile-time resource table only and leaves the endpoint, the
-k8s-sidecar mode, the proxy, the state directory, the hooks and --dir out.
+k8s-sidecar mode, the proxy, the state directory, the hooks, --dir, the
+kubeconfig reader and the long --help out.
 Scenarios: it mirrors 100 ConfigMaps from a server with an ECDSA P-256
 certificate and follows changes (with KR_TINY_NATIVE=1 its peak RSS, VmHWM,
 is read from /proc and checked against KR_TINY_MAX_RSS_KB); a server it
@@ -110,6 +111,8 @@ def t_left_out(s):
         (["--", "true"], "-- PROGRAM is not built into"),
         (["--k8s-sidecar"], "--k8s-sidecar (or the name k8s-sidecar) is not built into"),
         (["widgets.example.com"], "discovery is not built into"),
+        (["--kubeconfig", token], "unable to read a kubeconfig: the reader is not built into"),
+        (["--server", "https://kubernetes.default.svc:443"], "name lookups are not built into"),
     ]
     problems = []
     for args, want in cases:
@@ -118,6 +121,9 @@ def t_left_out(s):
         err = p.stderr.decode("utf-8", "replace")
         if p.returncode != 2 or want not in err:
             problems.append("%s: exit %d, %r" % (" ".join(args), p.returncode, err.strip()[-200:]))
+    v = subprocess.run([e2e.BIN, "--version"], capture_output=True, timeout=e2e.late(20)).stdout.decode()
+    if "left out (WITHOUT): listen sidecar state proxy discovery hooks dir kubeconfig dns full_help" not in v:
+        problems.append("--version does not name what is left out: %r" % v)
     check(not problems, "%d left-out flags not refused right:\n%s" % (len(problems), "\n".join(problems)))
 
 
