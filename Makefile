@@ -521,7 +521,7 @@ $(O)/kreflect.map: $(MAIN_OBJ) $(OBJ) $(MBEDTLS_LIB)
 
 clean:
 	rm -rf build/x86_64 build/aarch64 build/armv7 build/asan build/fuzz build/kreflect build/test \
-	  build/sim build/asan-sim
+	  build/sim build/asan-sim build/*-tiny build/*-without-* build/levers
 
 distclean:
 	rm -rf build

@@ -18,18 +18,18 @@ import sys
 # mbedTLS objects by what they are for, first match wins.
 MBEDTLS_GROUPS = [
     ("mbedTLS TLS 1.3", r"^ssl_tls13"),
-    ("mbedTLS TLS 1.2 + common", r"^ssl_"),
+    ("mbedTLS TLS common + 1.2", r"^ssl_"),
     ("mbedTLS X.509", r"^x509"),
     ("mbedTLS PSA crypto", r"^psa_"),
     ("mbedTLS PK, ASN.1, PEM, OID", r"^(pk|asn1|pem|base64|oid)"),
-    ("mbedTLS RSA + bignum", r"^(rsa|bignum)"),
+    ("mbedTLS bignum + RSA", r"^(rsa|bignum)"),
     ("mbedTLS ECC (ECP, ECDSA, ECDH)", r"^(ecp|ecdsa|ecdh)"),
     ("mbedTLS AES, GCM, ChaCha20-Poly1305", r"^(aes|gcm|chacha|poly1305|cipher|block_cipher)"),
     ("mbedTLS hashes, HKDF", r"^(sha|md|hkdf|hmac)"),
     ("mbedTLS RNG, platform, memory", r"."),
 ]
 MUSL_GROUPS = [
-    ("musl malloc (for getaddrinfo)", r"^(malloc|free|calloc|realloc|lite_malloc|donate|"
+    ("musl malloc (DNS, putenv, mbedTLS)", r"^(malloc|free|calloc|realloc|lite_malloc|donate|"
      r"aligned_alloc|memalign|posix_memalign|libc_calloc|glue|expand_heap|__malloc|"
      r"malloc_usable_size|replaced)"),
     ("musl resolver (getaddrinfo)", r"^(getaddrinfo|freeaddrinfo|lookup_|res_|__res_|dns_|"

@@ -29,7 +29,7 @@ from test_e2e import check, wait_until, scenario  # noqa: E402
 e2e.SCENARIOS.clear()        # the e2e suite's own scenarios run in tests/e2e
 NATIVE = os.environ.get("KR_TINY_NATIVE") == "1"
 # Peak resident memory allowed for 100 objects (README "Sizes" has the measured figure).
-MAX_RSS_KB = int(os.environ.get("KR_TINY_MAX_RSS_KB", "700"))
+MAX_RSS_KB = int(os.environ.get("KR_TINY_MAX_RSS_KB", "560"))
 
 
 def status_kb(pid):
