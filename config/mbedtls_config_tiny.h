@@ -6,8 +6,8 @@
  *   - ECDHE on X25519 and P-256, server certificates ECDSA P-256 with SHA-256
  *     (k3s, and kubeadm clusters set up with ECDSA keys); no RSA at all, so an
  *     RSA-signed API server is refused in the handshake;
- *   - TLS_AES_128_GCM_SHA256 only: the suite every TLS 1.3 server must offer
- *     (RFC 8446 9.1), and the smallest of the three on every target;
+ *   - one AEAD: TLS_AES_128_GCM_SHA256 (the suite every TLS 1.3 server must
+ *     offer, RFC 8446 9.1), or TLS_CHACHA20_POLY1305_SHA256 on armv7 (below);
  *   - no session tickets (a reconnect makes a full handshake).
  * Everything else (memory, entropy, buffers) as config/mbedtls_config.h.
  */
@@ -31,25 +31,39 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 #define MBEDTLS_PLATFORM_GMTIME_R_ALT
 
 #define MBEDTLS_ENTROPY_C
-#define MBEDTLS_CTR_DRBG_C
 
 #define MBEDTLS_PSA_CRYPTO_C            /* TLS 1.3 in 3.6 needs it */
 /* No MBEDTLS_USE_PSA_CRYPTO: X.509 and PK call the crypto directly (10 KB less). */
 #define MBEDTLS_PSA_KEY_STORE_DYNAMIC
 #define MBEDTLS_PSA_ASSUME_EXCLUSIVE_BUFFERS
 
-/* One AEAD: AES-128-GCM. GCM uses only the cipher's encrypt direction. */
+/*
+ * One AEAD. Where the CPU has AES instructions (x86_64 AES-NI, aarch64's crypto
+ * extension) AES-128-GCM, the suite every TLS 1.3 server must offer. On armv7
+ * (no AES instructions) ChaCha20-Poly1305: 2,796 bytes of text less than
+ * software AES-GCM there (README "Sizes"), and no table lookups; the random
+ * generator is then HMAC_DRBG, since CTR_DRBG needs AES. kube-apiserver (Go)
+ * always offers TLS_CHACHA20_POLY1305_SHA256 with TLS 1.3.
+ */
+#if defined(__arm__)
+#define MBEDTLS_CHACHA20_C
+#define MBEDTLS_POLY1305_C
+#define MBEDTLS_CHACHAPOLY_C
+#define MBEDTLS_HMAC_DRBG_C
+#else
+#define MBEDTLS_CTR_DRBG_C
 #define MBEDTLS_AES_C
 #define MBEDTLS_AES_ROM_TABLES
 #define MBEDTLS_AES_FEWER_TABLES
 #define MBEDTLS_AES_ONLY_128_BIT_KEY_LENGTH
-/* Not on x86: mbedTLS 3.6's AES-NI assembly then jumps to a label it left
- * out (the LTO link fails; without LTO it would jump into other code). */
+/* GCM uses only the cipher's encrypt direction; but not on x86, where mbedTLS
+ * 3.6's AES-NI assembly then jumps to a label it left out (the LTO link fails). */
 #if !defined(__x86_64__) && !defined(__i386__)
 #define MBEDTLS_BLOCK_CIPHER_NO_DECRYPT
 #endif
 #define MBEDTLS_AESNI_C
 #define MBEDTLS_GCM_C
+#endif
 #define MBEDTLS_CIPHER_C
 #define MBEDTLS_MD_C
 #define MBEDTLS_SHA256_C
