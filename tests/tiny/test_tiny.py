@@ -3,15 +3,16 @@
 
     python3 tests/tiny/test_tiny.py BINARY [-j N] [NAME ...]
 
-The tiny build speaks TLS 1.3 with ECDSA P-256, X25519 and AES-128-GCM only,
-watches the compile-time resource table only and leaves the endpoint, the
-k8s-sidecar mode, the proxy, the state directory, the hooks, --dir, the
-kubeconfig reader and the long --help out.
-Scenarios: it mirrors 100 ConfigMaps from a server with an ECDSA P-256
-certificate and follows changes (with KR_TINY_NATIVE=1 its peak RSS, VmHWM,
-is read from /proc and checked against KR_TINY_MAX_RSS_KB); a server it
-cannot talk to (RSA certificate, TLS 1.2 only) is refused with a clear error
-and retried, never a crash; each left-out flag is refused by name.
+The tiny build speaks TLS 1.3 with ECDSA P-256, X25519 and one AEAD only
+(AES-128-GCM; ChaCha20-Poly1305 on armv7), watches the compile-time resource
+table only and leaves the endpoint, the k8s-sidecar mode, the proxy, the state
+directory, the hooks, --dir, the kubeconfig reader, name lookups and the long
+--help out. Scenarios: it mirrors 100 ConfigMaps from a server with an ECDSA
+P-256 certificate and follows changes (with KR_TINY_NATIVE=1 its peak RSS,
+VmHWM, is read from /proc and checked against KR_TINY_MAX_RSS_KB); a server
+with an RSA-signed CA is refused at start-up and a TLS 1.2-only one in the
+handshake (then retried), each with a clear error, never a crash; each
+left-out flag is refused by name, and --version names them.
 """
 
 import atexit
