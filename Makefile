@@ -354,7 +354,9 @@ $(O)/flags.stamp: FORCE
 	@mkdir -p $(@D)
 	@echo '$(FLAGS_LINE)' | cmp -s - $@ || echo '$(FLAGS_LINE)' > $@
 
-$(O)/obj/%.o: %.c $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
+# The mbedTLS configuration is read through a system include (-isystem), which
+# -MMD does not list: without this, tls.c kept the struct layouts of the old one.
+$(O)/obj/%.o: %.c $(O)/flags.stamp $(MBEDTLS_CONFIG) | $(MBEDTLS_STAMP) $(JSMN_H)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
