@@ -771,7 +771,8 @@ static int features_check(const struct options *o)
 		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM" : NULL;
 
 	if (flag)
-		return usage_error("%s is not built into this kreflect (a smaller build)", flag);
+		return usage_error("unable to use %s: it is not built into this kreflect (a smaller build)",
+				   flag);
 	return 0;
 }
 
@@ -781,8 +782,8 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	char err[512];
 
 	if (!KR_WITH_SIDECAR)
-		return usage_error("--k8s-sidecar (or the name k8s-sidecar) is not built into this "
-				   "kreflect%s", "");
+		return usage_error("unable to use --k8s-sidecar (or the name k8s-sidecar): it is not built "
+				   "into this kreflect%s", "");
 	if (kr_sidecar_parse(&sidecar, env_get, NULL, argc, argv, err, sizeof(err)) != 0) {
 		kr_dprintf(2, "kreflect: unable to use the k8s-sidecar configuration: %s\n", err);
 		return EXIT_USAGE;

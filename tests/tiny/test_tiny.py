@@ -104,13 +104,13 @@ def t_left_out(s):
         f.write("not-a-real-token\n")
     base = [e2e.BIN, "--server", "https://127.0.0.1:1", "--token-file", token, "--insecure-skip-tls-verify"]
     cases = [
-        (["--listen", "127.0.0.1:0"], "--listen is not built into"),
-        (["--state-dir", s.dir], "--state-dir is not built into"),
-        (["--exec", "true"], "--exec is not built into"),
-        (["--http-post", "http://127.0.0.1:1/"], "--http-post is not built into"),
-        (["--dir", s.dir], "--dir is not built into"),
-        (["--", "true"], "-- PROGRAM is not built into"),
-        (["--k8s-sidecar"], "--k8s-sidecar (or the name k8s-sidecar) is not built into"),
+        (["--listen", "127.0.0.1:0"], "unable to use --listen: it is not built into"),
+        (["--state-dir", s.dir], "unable to use --state-dir: it is not built into"),
+        (["--exec", "true"], "unable to use --exec: it is not built into"),
+        (["--http-post", "http://127.0.0.1:1/"], "unable to use --http-post: it is not built into"),
+        (["--dir", s.dir], "unable to use --dir: it is not built into"),
+        (["--", "true"], "unable to use -- PROGRAM: it is not built into"),
+        (["--k8s-sidecar"], "unable to use --k8s-sidecar (or the name k8s-sidecar): it is not built into"),
         (["widgets.example.com"], "discovery is not built into"),
         (["--kubeconfig", token], "unable to read a kubeconfig: the reader is not built into"),
         (["--server", "https://kubernetes.default.svc:443"], "name lookups are not built into"),
