@@ -70,9 +70,34 @@ else
 $(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
 endif
 
+# Smaller builds (README "Sizes"). WITHOUT="listen sidecar state proxy discovery
+# hooks dir kubeconfig dns full_help" leaves those features out (config/kreflect_config.h's
+# KR_WITH_*: their flags then say "not built in"); PROFILE=tiny is the gateway build:
+# TLS 1.3 only with ECDSA P-256, X25519 and AES-128-GCM (config/mbedtls_config_tiny.h),
+# the compile-time resource table only, none of those features (flags or in-cluster
+# instead of a kubeconfig, IP addresses instead of names, a short --help), capacities for ~100 objects (config/tiny.h).
+# Each gets its own build directory, mbedTLS included: build/<target>-tiny/.
+PROFILE ?=
+ifeq ($(PROFILE),tiny)
+WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help
+MBEDTLS_CONFIG := config/mbedtls_config_tiny.h
+PROFILE_CPPFLAGS := -DKR_USER_CONFIG='"$(CURDIR)/config/tiny.h"'
+PROFILE_DIR := -tiny
+else ifneq ($(PROFILE),)
+$(error unknown PROFILE=$(PROFILE): use tiny, or none for the full build)
+else ifneq ($(strip $(WITHOUT)),)
+PROFILE_DIR := -without-$(subst $() ,-,$(sort $(strip $(WITHOUT))))
+endif
+MBEDTLS_CONFIG ?= config/mbedtls_config.h
+KR_FEATURES := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help
+ifneq ($(filter-out $(KR_FEATURES),$(WITHOUT)),)
+$(error WITHOUT: unknown feature $(filter-out $(KR_FEATURES),$(WITHOUT)): use $(KR_FEATURES))
+endif
+PROFILE_CPPFLAGS += $(foreach f,$(WITHOUT),-DKR_WITH_$(shell echo $(f) | tr a-z A-Z)=0)
+
 # Another port changes every object: its builds get their own directory.
 ifeq ($(PORT),posix)
-O := build/$(TARGET)
+O := build/$(TARGET)$(PROFILE_DIR)
 else ifeq ($(TARGET),x86_64)
 O := build/$(PORT)
 else
@@ -82,7 +107,7 @@ STRIP := $(CROSS_COMPILE)strip
 SIZE := $(CROSS_COMPILE)size
 
 MBEDTLS_CPPFLAGS := -isystem $(MBEDTLS_DIR)/include \
-	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/config/mbedtls_config.h"'
+	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/$(MBEDTLS_CONFIG)"'
 # No unwind tables: C needs none, and they are a tenth of the binary.
 OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables
 # Link-time optimisation for the shipped binary (x86_64 -20 KB; kreflect and
@@ -115,7 +140,7 @@ RESOURCES_CPPFLAGS := -DKR_RESOURCES_FILE='"$(abspath $(KR_RESOURCES))"'
 endif
 CPPFLAGS := -Iconfig -Iport -Isrc -Ibuild/include $(MBEDTLS_CPPFLAGS) \
 	-D_POSIX_C_SOURCE=200809L -DKR_TARGET='"$(TARGET)"' \
-	-DKR_PORT_$(PORT)=1 $(RESOURCES_CPPFLAGS) $(EXTRA_CPPFLAGS)
+	-DKR_PORT_$(PORT)=1 $(RESOURCES_CPPFLAGS) $(PROFILE_CPPFLAGS) $(EXTRA_CPPFLAGS)
 CFLAGS := -std=c11 $(OPT) $(LTO) $(ARCH_FLAGS) $(HARDEN) $(WARN) -MMD -MP $(EXTRA_CFLAGS)
 LINK_FLAGS := $(LINK_STATIC) $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(EXTRA_LDFLAGS)
 LDFLAGS := $(LINK_FLAGS) $(NO_LTO)
@@ -161,7 +186,7 @@ FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 
 # mbedTLS depends only on the target and its config, not on O or our flags:
 # variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
-MBEDTLS_O := build/$(TARGET)/mbedtls
+MBEDTLS_O := build/$(TARGET)$(if $(filter tiny,$(PROFILE)),-tiny)/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
 .PHONY: lib install target-lib
@@ -172,7 +197,16 @@ MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
 # --- top-level targets ---------------------------------------------------------------
 
+ifeq ($(PROFILE),tiny)
+all: tiny
+else
 all: build/kreflect
+endif
+
+# make PROFILE=tiny: build/x86_64-tiny/kreflect (and with cross, build/<target>-tiny/).
+.PHONY: tiny
+tiny: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 PROFILE=tiny target-bin
 
 build/kreflect: FORCE | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bin
@@ -212,6 +246,8 @@ test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=asan target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin target-tests
+	$(Q)+$(SUBMAKE) TARGET=x86_64 PROFILE=tiny target-bin
+	$(Q)+$(SUBMAKE) TARGET=armv7 PROFILE=tiny target-bin
 	$(Q)+$(SUBMAKE) peers
 	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
 
@@ -319,7 +355,9 @@ $(O)/flags.stamp: FORCE
 	@mkdir -p $(@D)
 	@echo '$(FLAGS_LINE)' | cmp -s - $@ || echo '$(FLAGS_LINE)' > $@
 
-$(O)/obj/%.o: %.c $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
+# The mbedTLS configuration is read through a system include (-isystem), which
+# -MMD does not list: without this, tls.c kept the struct layouts of the old one.
+$(O)/obj/%.o: %.c $(O)/flags.stamp $(MBEDTLS_CONFIG) | $(MBEDTLS_STAMP) $(JSMN_H)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -338,7 +376,7 @@ $(MBEDTLS_LIB): $(MBEDTLS_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && $(CROSS_COMPILE)ar rcs $@ $(MBEDTLS_OBJ)
 
-$(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c config/mbedtls_config.h $(MBEDTLS_O)/flags.stamp $(MBEDTLS_STAMP)
+$(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c $(MBEDTLS_CONFIG) $(MBEDTLS_O)/flags.stamp $(MBEDTLS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -I$(MBEDTLS_DIR)/library $(MBEDTLS_CFLAGS) -c -o $@ $<
@@ -460,17 +498,33 @@ lint:
 	  --suppress=missingIncludeSystem src port/$(PORT) port/common
 	@echo "lint: no banned calls, no heap calls, cppcheck clean"
 
-size: build/kreflect cross
-	$(Q)printf '%-8s %10s %8s %10s %12s\n' target text data bss "file bytes"; \
-	for t in x86_64 aarch64 armv7; do \
-	  case $$t in x86_64) s=size;; aarch64) s=aarch64-linux-gnu-size;; armv7) s=arm-linux-gnueabihf-size;; esac; \
-	  $$s build/$$t/kreflect | awk -v t=$$t -v f=$$(stat -c %s build/$$t/kreflect) \
-	    'NR==2 {printf "%-8s %10s %8s %10s %12s\n", t, $$1, $$2, $$3, f}'; \
+# Sizes of the default and the tiny build of every target, then where the bytes
+# of each go (tests/build/linkmap.py on a link map of the same objects linked
+# without LTO, $(O)/kreflect.map: LTO blurs which module a byte came from).
+size: build/kreflect cross | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)for t in x86_64 aarch64 armv7; do \
+	  $(SUBMAKE) TARGET=$$t PROFILE=tiny target-bin || exit 1; \
+	  $(SUBMAKE) TARGET=$$t build/$$t/kreflect.map || exit 1; \
+	  $(SUBMAKE) TARGET=$$t PROFILE=tiny build/$$t-tiny/kreflect.map || exit 1; \
 	done
+	$(Q)printf '%-14s %10s %8s %10s %12s\n' target text data bss "file bytes"; \
+	for t in x86_64 aarch64 armv7 x86_64-tiny aarch64-tiny armv7-tiny; do \
+	  case $$t in x86_64*) s=size;; aarch64*) s=aarch64-linux-gnu-size;; armv7*) s=arm-linux-gnueabihf-size;; esac; \
+	  $$s build/$$t/kreflect | awk -v t=$$t -v f=$$(stat -c %s build/$$t/kreflect) \
+	    'NR==2 {printf "%-14s %10s %8s %10s %12s\n", t, $$1, $$2, $$3, f}'; \
+	done
+	$(Q)for t in x86_64 aarch64 armv7 x86_64-tiny aarch64-tiny armv7-tiny; do \
+	  echo; echo "== $$t: where the bytes go (link map without LTO)"; \
+	  python3 tests/build/linkmap.py build/$$t/kreflect.map || exit 1; \
+	done
+
+$(O)/kreflect.map: $(MAIN_OBJ) $(OBJ) $(MBEDTLS_LIB)
+	@echo "  LD      $@ (without LTO, for tests/build/linkmap.py)"
+	$(Q)$(CC) $(LDFLAGS) -Wl,-Map=$@.tmp -o $(O)/kreflect.nolto $(MAIN_OBJ) $(OBJ) $(MBEDTLS_LIB) && mv -f $@.tmp $@
 
 clean:
 	rm -rf build/x86_64 build/aarch64 build/armv7 build/asan build/fuzz build/kreflect build/test \
-	  build/sim build/asan-sim
+	  build/sim build/asan-sim build/*-tiny build/*-without-* build/levers
 
 distclean:
 	rm -rf build

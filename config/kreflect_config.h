@@ -216,6 +216,45 @@
 #error "KR_SERVE_TARGET_MAX must be 256 to KR_SERVE_IN_BYTES"
 #endif
 
+/* --- features built in (README "Sizes") -------------------------------------------- */
+
+/*
+ * Each optional feature can be left out of a build to make the binary smaller
+ * (make WITHOUT="listen sidecar ...", or make PROFILE=tiny). Its flag then
+ * fails with "not built in" and its kr_client_* call returns KR_ENOTSUP; the
+ * module itself still compiles, so the default build keeps testing it.
+ */
+#ifndef KR_WITH_LISTEN
+#define KR_WITH_LISTEN 1       /* --listen, kr_client_listen: the local endpoint */
+#endif
+#ifndef KR_WITH_SIDECAR
+#define KR_WITH_SIDECAR 1      /* --k8s-sidecar: configuration from k8s-sidecar's environment */
+#endif
+#ifndef KR_WITH_STATE
+#define KR_WITH_STATE 1        /* --state-dir: the mirror kept on disk across restarts */
+#endif
+#ifndef KR_WITH_PROXY
+#define KR_WITH_PROXY 1        /* proxy-url and HTTPS_PROXY: CONNECT through an HTTP proxy */
+#endif
+#ifndef KR_WITH_DISCOVERY
+#define KR_WITH_DISCOVERY 1    /* resources not in config/resources.def, asked of the server */
+#endif
+#ifndef KR_WITH_HOOKS
+#define KR_WITH_HOOKS 1        /* --exec, --signal, --http-post and -- PROGRAM (supervisor mode) */
+#endif
+#ifndef KR_WITH_DIR
+#define KR_WITH_DIR 1          /* --dir: objects as files */
+#endif
+#ifndef KR_WITH_KUBECONFIG
+#define KR_WITH_KUBECONFIG 1   /* kubeconfig files; without: --server and credentials, or in-cluster */
+#endif
+#ifndef KR_WITH_DNS
+#define KR_WITH_DNS 1          /* host names (musl's resolver, 20 KB); without: IP addresses only */
+#endif
+#ifndef KR_WITH_FULL_HELP
+#define KR_WITH_FULL_HELP 1    /* --help's full text (15 KB); without: a short one */
+#endif
+
 /* --- checks ---------------------------------------------------------------------- */
 
 #if KR_MAX_RESOURCES < 1

@@ -282,6 +282,17 @@ static int choose_source(struct kr_client *c, struct kr_kubeconfig_work *w, char
 	struct kr_fs_stat st;
 	int r;
 
+	if (!KR_WITH_KUBECONFIG) {
+		/* Built without the kubeconfig reader: the configuration alone, or in-cluster. */
+		if (o->kubeconfig || (!o->no_auto_source && !o->server && list && *list))
+			return fail(err, errlen, KR_ENOTSUP, "unable to read a kubeconfig: the reader is not built "
+				    "into this kreflect (give the server and credentials directly, or run in a pod)");
+		if (!o->no_auto_source && !o->server && host && *host && port && *port && !o->context) {
+			in_cluster(&c->kcfg, host, port);
+			return 0;
+		}
+		return o->server ? 0 : fail(err, errlen, KR_EINVAL, "no API server: give --server or run in a pod");
+	}
 	if (!w && (o->kubeconfig || (!o->no_auto_source && !o->server &&
 				      !((host && *host && port && *port && !o->context)))))
 		return fail(err, errlen, KR_ENOSPC, "an arena of %zu bytes is too small to read a kubeconfig "
@@ -382,6 +393,9 @@ static int use_proxy(struct kr_client *c, char *err, size_t errlen)
 			kr_log(KR_LOG_INFO, "connecting to %s directly (NO_PROXY or loopback)", cfg->host);
 		return 0;
 	}
+	if (!KR_WITH_PROXY)
+		return fail(err, errlen, KR_ENOTSUP, "unable to use the proxy from %s: proxy support is not "
+			    "built into this kreflect", from);
 	kr_proxy_redact(url, shown, sizeof(shown));
 	if (kr_proxy_parse(&c->proxy, url, why, sizeof(why)) != 0)
 		return fail(err, errlen, KR_EINVAL, "unable to use the proxy %s from %s: %s", shown, from, why);
@@ -558,6 +572,14 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	if (r == 0 && parse_server(c->kcfg.server, &c->conn_cfg, &c->plain) != 0)
 		r = fail(err, errlen, KR_EINVAL, "server '%s' is not https://HOST[:PORT] (IPv6 in brackets)",
 			 c->kcfg.server);
+	if (r == 0 && !KR_WITH_DNS) {
+		struct kr_addr ip;
+
+		/* In a pod the server is an IP address already (KUBERNETES_SERVICE_HOST). */
+		if (kr_port_parse_ip(c->conn_cfg.host, c->conn_cfg.port, &ip) != 0)
+			r = fail(err, errlen, KR_ENOTSUP, "unable to look up %s: name lookups are not built into "
+				 "this kreflect (give the server's IP address)", c->conn_cfg.host);
+	}
 	if (r == 0 && c->kcfg.tls_server_name[0])
 		kr_snprintf(c->conn_cfg.server_name, sizeof(c->conn_cfg.server_name), "%s",
 			    c->kcfg.tls_server_name);
@@ -619,6 +641,9 @@ int kr_client_add(struct kr_client *c, const struct kr_resource_spec *spec, char
 	memset(res, 0, sizeof(*res));
 	c->discover_arg[c->nres][0] = '\0';
 	r = kr_resource_lookup(spec->name, res, err, errlen);
+	if (r == KR_ENOENT && !KR_WITH_DISCOVERY)
+		return fail(err, errlen, KR_ENOENT, "unable to watch '%.80s': not in the compiled-in resource "
+			    "table, and discovery is not built into this kreflect", spec->name);
 	if (r == KR_ENOENT) {
 		/* Not built in: asked of the server at start. */
 		r = kr_discovery_parse_arg(spec->name, res, err, errlen);
@@ -781,7 +806,7 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 		return fail(err, errlen, KR_ESTATE, "the client was started already");
 	if (c->nres == 0)
 		apply_defaults(c);
-	r = discover(c, err, errlen);
+	r = KR_WITH_DISCOVERY ? discover(c, err, errlen) : 0;
 	if (r < 0)
 		return r;
 	/* The discovery scratch's pages go back; the store starts over them. */
@@ -801,7 +826,10 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 
 		kr_reflect_add_sink(&c->top, &sink);
 	}
-	if (c->cfg.state_dir && *c->cfg.state_dir) {
+	if (c->cfg.state_dir && *c->cfg.state_dir && !KR_WITH_STATE)
+		return fail(err, errlen, KR_ENOTSUP, "unable to use the state directory %.80s: it is not built "
+			    "into this kreflect", c->cfg.state_dir);
+	if (KR_WITH_STATE && c->cfg.state_dir && *c->cfg.state_dir) {
 		struct kr_state_opts so;
 		struct kr_sink sink = { kr_state_event, &c->persist };
 
@@ -840,7 +868,7 @@ int kr_client_stop(struct kr_client *c)
 		c->serve_close(c->serve);
 		c->serve = NULL;
 	}
-	if (c->state_on) {
+	if (KR_WITH_STATE && c->state_on) {
 		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
 		c->state_on = 0;
 	}
@@ -938,6 +966,9 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 		err[0] = '\0';
 	if (!valid(c) || !mem || !o || !o->listen || ((uintptr_t)mem & 15u))
 		return fail(err, errlen, KR_EINVAL, "kr_client_listen needs a client, aligned memory and an address");
+	if (!KR_WITH_LISTEN)
+		return fail(err, errlen, KR_ENOTSUP, "unable to listen: the endpoint is not built into this "
+			    "kreflect");
 	if (c->in_callback || !c->started || c->state != ST_STARTED || c->serve)
 		return fail(err, errlen, KR_ESTATE, "the endpoint opens once, after kr_client_start");
 	memset(&lc, 0, sizeof(lc));
@@ -1056,7 +1087,7 @@ int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
 	st->synced = r->synced;
 	st->partial = r->partial;
 	st->restored = r->restored && r->synced;
-	st->restored_age_s = st->restored && c->state_on ? kr_state_age_s(&c->persist) : 0;
+	st->restored_age_s = st->restored && KR_WITH_STATE && c->state_on ? kr_state_age_s(&c->persist) : 0;
 	st->objects = kr_store_count(&c->store, res);
 	st->last_rv = r->last_rv;
 	st->reason = r->conn.reason;

@@ -166,7 +166,12 @@ static void tunnel_up(struct kr_conn *c)
 {
 	if (c->cfg.tls) {
 		if (kr_tls_open(&c->tls, c->cfg.tls, c->src.fd, c->cfg.server_name) != 0) {
-			fail(c, KR_ETLS, "unable to start TLS: out of TLS memory");
+			char why[200], text[160];
+
+			/* mbedTLS's reason: not only memory (a configuration it refuses, too). */
+			kr_tls_describe(&c->tls, text, sizeof(text));
+			kr_snprintf(why, sizeof(why), "unable to start TLS: %s", text);
+			fail(c, KR_ETLS, why);
 			return;
 		}
 		c->state = KR_CONN_HANDSHAKE;
@@ -181,7 +186,7 @@ static void connected(struct kr_conn *c)
 {
 	int n;
 
-	if (!c->cfg.proxy) {
+	if (!KR_WITH_PROXY || !c->cfg.proxy) {
 		tunnel_up(c);
 		return;
 	}
@@ -240,6 +245,10 @@ static void start_connect(struct kr_conn *c)
 	/* A reconnect soon after a lookup reuses its answer: no fork per reconnect. */
 	if (c->naddrs > 0 && c->resolved_at && kr_port_now_ms() - c->resolved_at < KR_DNS_CACHE_MS) {
 		try_connect(c);
+		return;
+	}
+	if (!KR_WITH_DNS) {
+		fail(c, KR_EINVAL, "unable to look up the host: name lookups are not built into this kreflect");
 		return;
 	}
 	c->resolve_fd = kr_port_resolve_start(dial_host(c));

@@ -20,6 +20,7 @@ const char *kr_strerror(int err)
 	case KR_EAUTH: return "authentication failed";
 	case KR_ESTATE: return "invalid state";
 	case KR_ECANCELED: return "cancelled";
+	case KR_ENOTSUP: return "not built in";
 	}
 	return "unknown error";
 }

@@ -59,6 +59,7 @@ enum kr_err {
 	KR_EAUTH = -10,     /* credentials refused */
 	KR_ESTATE = -11,    /* call not valid in the current state */
 	KR_ECANCELED = -12, /* abandoned by the caller */
+	KR_ENOTSUP = -13,   /* the feature is not built into this library (README "Sizes") */
 };
 
 /* A short, static, human-readable name for a KR_E... code (never NULL). */

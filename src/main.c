@@ -52,6 +52,7 @@ static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
 
+#if KR_WITH_FULL_HELP
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...] [-- PROGRAM [ARGS ...]]\n"
 	"\n"
@@ -214,6 +215,15 @@ static const char usage[] =
 	"  2  usage or configuration error (the message names the flag)\n"
 	"  supervisor mode: PROGRAM's exit code (128+N if signal N ended it); 126 if PROGRAM\n"
 	"  could not be run, 127 if it was not found\n";
+#else
+/* A smaller build (README "Sizes"): the full text is 15 KB; the README has it. */
+static const char usage[] =
+	"usage: kreflect [flags] [RESOURCE ...]\n"
+	"a smaller build of kreflect: the flags are those of the README's full build, less\n"
+	"those it leaves out (they say \"not built into this kreflect\"); kreflect --version\n"
+	"names the build. exit codes: 0 clean stop or --once done, 1 fatal error at run\n"
+	"time, 2 usage or configuration error\n";
+#endif
 
 struct options {
 	struct kr_config cfg;          /* connection, what, how, capacities */
@@ -235,6 +245,18 @@ struct options {
 
 static void print_version(void)
 {
+	/* What a smaller build (README "Sizes") leaves out, so that a device can tell. */
+	static const struct {
+		int on;
+		const char *name;
+	} feature[] = {
+		{ KR_WITH_LISTEN, "listen" }, { KR_WITH_SIDECAR, "sidecar" }, { KR_WITH_STATE, "state" },
+		{ KR_WITH_PROXY, "proxy" }, { KR_WITH_DISCOVERY, "discovery" }, { KR_WITH_HOOKS, "hooks" },
+		{ KR_WITH_DIR, "dir" }, { KR_WITH_KUBECONFIG, "kubeconfig" }, { KR_WITH_DNS, "dns" },
+		{ KR_WITH_FULL_HELP, "full_help" },
+	};
+	size_t i, out = 0;
+
 	kr_dprintf(1, "kreflect %s\n", KR_VERSION);
 	kr_dprintf(1, "target: %s (linux, static)\n", kr_target());
 	kr_dprintf(1, "mbedTLS: %s\n", MBEDTLS_VERSION_STRING);
@@ -244,6 +266,11 @@ static void print_version(void)
 	       (unsigned)KR_ARENA_BYTES, (unsigned)KR_MAX_OBJECT_BYTES,
 	       (unsigned)KR_JSON_TOKENS, (unsigned)KR_MAX_CONNS,
 	       (unsigned)KR_TLS_HEAP_SIZE);
+	for (i = 0; i < sizeof(feature) / sizeof(feature[0]); i++)
+		if (!feature[i].on)
+			kr_dprintf(1, "%s%s", out++ ? " " : "left out (WITHOUT): ", feature[i].name);
+	if (out)
+		kr_dprintf(1, "\n");
 }
 
 /* The budget for the capacities the flags chose. Returns an exit code. */
@@ -747,11 +774,35 @@ static const char *env_get(void *arg, const char *name)
 	return getenv(name);
 }
 
+/*
+ * A flag whose feature this build leaves out (README "Sizes") is refused by
+ * name: running without the endpoint or the hooks the user asked for would
+ * look like success.
+ */
+static int features_check(const struct options *o)
+{
+	const char *flag = !KR_WITH_LISTEN && o->serve.listen ? "--listen"
+		: !KR_WITH_STATE && o->cfg.state_dir && *o->cfg.state_dir ? "--state-dir"
+		: !KR_WITH_DIR && o->dir.path ? "--dir"
+		: !KR_WITH_HOOKS && o->notify.exec ? "--exec"
+		: !KR_WITH_HOOKS && o->notify.signal ? "--signal"
+		: !KR_WITH_HOOKS && o->http_post ? "--http-post"
+		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM" : NULL;
+
+	if (flag)
+		return usage_error("unable to use %s: it is not built into this kreflect (a smaller build)",
+				   flag);
+	return 0;
+}
+
 /* --k8s-sidecar: k8s-sidecar's variables (sidecar_env.h) instead of flags. */
 static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 {
 	char err[512];
 
+	if (!KR_WITH_SIDECAR)
+		return usage_error("unable to use --k8s-sidecar (or the name k8s-sidecar): it is not built "
+				   "into this kreflect%s", "");
 	if (kr_sidecar_parse(&sidecar, env_get, NULL, argc, argv, err, sizeof(err)) != 0) {
 		kr_dprintf(2, "kreflect: unable to use the k8s-sidecar configuration: %s\n", err);
 		return EXIT_USAGE;
@@ -770,8 +821,9 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 		o->cfg.watch_idle_timeout_s = (sidecar.idle_ms + 999) / 1000;
 	if (sidecar.watch_timeout_s)
 		o->cfg.watch_timeout_s = sidecar.watch_timeout_s;
-	/* k8s-sidecar's health server: /healthz is its readiness (503 until synced). */
-	if (sidecar.health_listen[0] && !o->once) {
+	/* k8s-sidecar's health server: /healthz is its readiness (503 until synced); a build
+	 * without the endpoint (WITHOUT=listen) has none, as with HEALTH_PORT=0. */
+	if (KR_WITH_LISTEN && sidecar.health_listen[0] && !o->once) {
 		o->serve.listen = sidecar.health_listen;
 		o->serve.health_only = 1;
 		o->serve.healthz_ready = 1;
@@ -890,6 +942,9 @@ int main(int argc, char **argv)
 					   : parse_flags(argc, argv, &o, &nres);
 	if (r)
 		return r;
+	r = features_check(&o);
+	if (r)
+		return r;
 	if (o.sup_flag && !o.sup.argv)
 		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
 	if (o.cfg.max_stale_s >= 0 && !(o.cfg.state_dir && *o.cfg.state_dir))
@@ -912,7 +967,7 @@ int main(int argc, char **argv)
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
-	if (o.dir.path) {
+	if (KR_WITH_DIR && o.dir.path) {
 		if (o.sidecar) {
 			/* A sweep removes only the files of what its own resource covers. */
 			o.dir.scopes = kr_client_resource(client, 0);
@@ -926,7 +981,7 @@ int main(int argc, char **argv)
 		if (add_sink(kr_dirsink_event, &dirsink) != 0)
 			return EXIT_FATAL;
 	}
-	if (o.notify.exec || o.notify.signal) {
+	if (KR_WITH_HOOKS && (o.notify.exec || o.notify.signal)) {
 		o.notify.resources = nres;
 		if (kr_notify_init(&notify, loop, &o.notify, err, sizeof(err)) != 0)
 			return usage_error("%s: %s", o.sidecar ? "SCRIPT" : "--exec", err);
@@ -935,7 +990,7 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		notify_on = 1;
 	}
-	if (o.http_post) {
+	if (KR_WITH_HOOKS && o.http_post) {
 		const char *flag = o.sidecar ? "REQ_URL" : "--http-post";
 
 		if (kr_http_post_init_opts(&post, loop, o.http_post, o.notify.debounce_ms, nres,
@@ -949,7 +1004,7 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		post_on = 1;
 	}
-	if (o.sup.argv) {
+	if (KR_WITH_HOOKS && o.sup.argv) {
 		o.sup.debounce_ms = o.notify.debounce_ms;
 		o.sup.resources = nres;
 		o.sup.on_end = on_program_end;
@@ -978,7 +1033,7 @@ int main(int argc, char **argv)
 		/* No such resource, or a state directory that cannot be used: usage; else the server. */
 		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
-	if (o.serve.listen) {
+	if (KR_WITH_LISTEN && o.serve.listen) {
 		o.serve.notify = notify_on ? &notify : NULL;
 		o.serve.post = post_on ? &post : NULL;
 		r = kr_client_listen_opts(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));

@@ -261,16 +261,21 @@ static size_t parse_len(const unsigned char *buf, size_t len)
  * RSA-PSS because mbedTLS 3.6 verifies PSS only in TLS 1.3: a TLS 1.2 server
  * that honours the client's order (OpenSSL, Go) then signs with PKCS#1, while
  * TLS 1.3 (which forbids PKCS#1 signatures in the handshake) still gets PSS.
+ * A smaller mbedTLS configuration (PROFILE=tiny) offers only what it can verify.
  */
 static const uint16_t sig_algs[] = {
 	MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256,
+#if defined(MBEDTLS_ECP_DP_SECP384R1_ENABLED)
 	MBEDTLS_TLS1_3_SIG_ECDSA_SECP384R1_SHA384,
+#endif
+#if defined(MBEDTLS_RSA_C)
 	MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA256,
 	MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA384,
 	MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA512,
 	MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA256,
 	MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA384,
 	MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA512,
+#endif
 	MBEDTLS_TLS1_3_SIG_NONE,
 };
 
@@ -300,7 +305,11 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 	if (r)
 		return fail(err, errlen, "unable to set up TLS", r);
 	mbedtls_ssl_conf_rng(&ctx->conf, mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
+#if defined(MBEDTLS_SSL_PROTO_TLS1_2)
 	mbedtls_ssl_conf_min_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_2);
+#else
+	mbedtls_ssl_conf_min_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_3);
+#endif
 	mbedtls_ssl_conf_max_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_3);
 	mbedtls_ssl_conf_sig_algs(&ctx->conf, sig_algs);
 
@@ -345,9 +354,14 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 		if (r != 0)
 			return fail(err, errlen, "unable to use client certificate", r);
 	}
+#if defined(MBEDTLS_SSL_SESSION_TICKETS)
+	/* A build without tickets (PROFILE=tiny) makes a full handshake on every reconnect. */
 	mbedtls_ssl_conf_session_tickets(&ctx->conf, MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
+#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
 	mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets(
 		&ctx->conf, MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED);
+#endif
+#endif
 	ctx->ready = 1;
 	return 0;
 }
