@@ -178,6 +178,7 @@ enum kr_json_type {
 	KR_JSON_T_ARRAY = 2,
 	KR_JSON_T_STRING = 3,
 	KR_JSON_T_PRIMITIVE = 4,
+	KR_JSON_T_SKIPPED = 5,   /* kr_json_parse_sel: a valid object or array, not tokenized */
 };
 
 /*
@@ -204,6 +205,27 @@ typedef struct __attribute__((may_alias)) kr_json_tok {
  */
 int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks);
 
+#ifndef KR_JSON_DEPTH_MAX
+#define KR_JSON_DEPTH_MAX 512  /* nested objects and arrays kr_json_parse_sel reads */
+#endif
+#if KR_JSON_DEPTH_MAX < 8
+#error "KR_JSON_DEPTH_MAX below 8 cannot hold a Kubernetes object"
+#endif
+
+/*
+ * As kr_json_parse (the same text is valid, the same tokens where it makes
+ * them), in one pass and without jsmn, but tokenizing only what is asked for:
+ * the root's members, and the members of each object or array on one of the
+ * dotted key paths[0..npaths) from the root ("object.metadata" follows
+ * "object" and "object.metadata"; arrays are followed only when named, their
+ * elements never). Every other object or array is checked byte for byte and
+ * made one KR_JSON_T_SKIPPED token spanning its brackets, size 0. npaths < 0
+ * tokenizes everything. Returns the count, KR_ENOSPC (more than ntoks tokens,
+ * or nesting deeper than KR_JSON_DEPTH_MAX), KR_EPROTO, KR_ETOOBIG, KR_EINVAL.
+ */
+int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks,
+		      const char *const *paths, int npaths);
+
 /*
  * Index of the value of key[0..keylen) in object token obj, or -1 (no such key,
  * obj not an object). A key sent with escapes matches its unescaped text; the
@@ -211,6 +233,14 @@ int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks);
  */
 int kr_json_find_key(const char *json, const kr_json_tok *toks, int ntoks, int obj,
 		     const char *key, size_t keylen);
+
+/*
+ * Looks up several keys of object token obj in one pass over its members:
+ * out[i] receives the index of the value of keys[i] (C strings), as
+ * kr_json_find_key would return it, or -1. Returns how many were found.
+ */
+int kr_json_members(const char *json, const kr_json_tok *toks, int ntoks, int obj,
+		    const char *const *keys, int nkeys, int *out);
 
 /*
  * Index of the value at a dotted path of object keys under token root
