@@ -24,7 +24,8 @@ _Static_assert(KR_JSON_T_OBJECT == (int)JSMN_OBJECT && KR_JSON_T_ARRAY == (int)J
 	       KR_JSON_T_STRING == (int)JSMN_STRING &&
 	       KR_JSON_T_PRIMITIVE == (int)JSMN_PRIMITIVE, "token types must match jsmn's");
 
-static int is_ws(char c)
+/* Hot and tiny: -Os would otherwise make a call of it. */
+static inline __attribute__((always_inline)) int is_ws(char c)
 {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
@@ -500,7 +501,7 @@ static int eq_unescaped(const char *raw, size_t n, const char *s, size_t slen)
 	 * length only byte for byte and without escapes. Most keys looked up
 	 * are told apart here, by their length.
 	 */
-	if (n < slen)
+	if (n < slen || (n > 0 && raw[0] != '\\' && (slen == 0 || raw[0] != s[0])))
 		return 0;
 	if (n == slen)
 		return memcmp(raw, s, n) == 0 && !memchr(raw, '\\', n);
@@ -1199,25 +1200,31 @@ static const char *string_end(const char *p, const char *end)
  * Whether the container opened under key token k of the container at
  * level lv (following path at[lv], of which its first len[lv] bytes are
  * matched) is on one of the paths: then at/len of level lv + 1 are set.
+ * Once per object or array at the levels followed: a few per event.
  */
 static int sel_follow(const char *json, const kr_json_tok *k, const char *const *paths, int npaths,
 		      int *at, size_t *len, int lv)
 {
-	size_t plen = len[lv];
+	size_t plen = len[lv], sl;
 	int q;
 
 	if (lv + 1 >= SEL_LEVELS)
 		return 0;
 	for (q = 0; q < npaths; q++) {
 		const char *seg = paths[q];
-		size_t sl;
 
 		if (plen) {
-			if (strncmp(seg, paths[at[lv]], plen) != 0 || seg[plen] != '.')
+			const char *pre = paths[at[lv]];
+
+			/* (stops at seg's NUL too: pre has none in its first plen bytes) */
+			for (sl = 0; sl < plen && seg[sl] == pre[sl]; sl++)
+				;
+			if (sl < plen || seg[plen] != '.')
 				continue;
 			seg += plen + 1;
 		}
-		sl = strcspn(seg, ".");
+		for (sl = 0; seg[sl] && seg[sl] != '.'; sl++)
+			;
 		if (sl && eq_unescaped(json + k->start, (size_t)(k->end - k->start), seg, sl)) {
 			at[lv + 1] = q;
 			len[lv + 1] = (size_t)(seg - paths[q]) + sl;
@@ -1390,6 +1397,10 @@ static int after(const kr_json_tok *toks, int ntoks, int v)
 {
 	int lo = v + 1, hi = ntoks, end = toks[v].end;
 
+	/* Most values (strings, numbers, skipped or empty containers) have none under them. */
+	if (lo >= hi || toks[lo].start >= end)
+		return lo;
+
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 
@@ -1432,10 +1443,12 @@ int kr_json_members(const char *json, const kr_json_tok *toks, int ntoks, int ob
 	k = obj + 1;
 	for (m = 0; m < toks[obj].size && k + 1 < ntoks && found < nkeys; m++) {
 		const kr_json_tok *kt = &toks[k];
+		const char *raw = json + kt->start;
 
+		/* The first byte tells most keys apart before any length is taken. */
 		for (i = 0; i < nkeys; i++)
-			if (out[i] < 0 && eq_unescaped(json + kt->start, (size_t)(kt->end - kt->start),
-						       keys[i], strlen(keys[i]))) {
+			if (out[i] < 0 && (kt->end == kt->start || raw[0] == keys[i][0] || raw[0] == '\\') &&
+			    eq_unescaped(raw, (size_t)(kt->end - kt->start), keys[i], strlen(keys[i]))) {
 				out[i] = k + 1;
 				found++;
 				break;

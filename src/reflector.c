@@ -295,8 +295,10 @@ static size_t strip_managed_fields(char *json, size_t len, const kr_json_tok *t,
 		return len;
 	for (last = md + 1; last < n && t[last].start < t[md].end; last++)
 		;
+	/* (unescaping only shortens: a key written shorter than the name cannot be it) */
 	for (k = last - 2; k > md; k--)
 		if (t[k].parent == md && t[k + 1].parent == k &&
+		    t[k].end - t[k].start >= (int)sizeof("managedFields") - 1 &&
 		    kr_json_str_eq(json, &t[k], "managedFields"))
 			len = kr_json_remove_member(json, len, t, n, k + 1);
 	return len;
