@@ -10,12 +10,14 @@
  * object is copied once and a list of 10,000 items costs one item of memory.
  * An object larger than the capacity is skipped to its end and reported with
  * its size: the stream stays in sync. The framers do not validate JSON beyond
- * structure; kr_json_parse does, on the framed object.
+ * structure; kr_json_parse and kr_json_parse_sel do, on the framed object.
  *
  * kr_json_parse tokenizes a complete object with jsmn (strict mode, parent
  * links) and then checks the grammar jsmn lets through (separators, literals,
  * numbers, control bytes in strings), so a token array it returns describes
- * valid JSON and the helpers below may trust it.
+ * valid JSON and the helpers below may trust it. kr_json_parse_sel accepts the
+ * same texts in one pass of its own and tokenizes only the parts asked for:
+ * the reflector's path, where most of an object is never read.
  */
 #ifndef KR_JSON_H
 #define KR_JSON_H
