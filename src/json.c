@@ -355,6 +355,50 @@ int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
 	return finish(f);
 }
 
+/* First '\n' in [p, end), or end: 16 bytes a step where there is a vector unit. */
+static const char *find_newline(const char *p, const char *end)
+{
+#if !defined(KR_JSON_NO_SIMD) && defined(__SSE2__)
+	for (; end - p >= 16; p += 16) {
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			_mm_loadu_si128((const __m128i *)(const void *)p), _mm_set1_epi8('\n')));
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+#elif !defined(KR_JSON_NO_SIMD) && defined(__aarch64__) && defined(__ARM_NEON)
+	for (; end - p >= 16; p += 16)
+		if (vmaxvq_u8(vceqq_u8(vld1q_u8((const uint8_t *)p), vdupq_n_u8('\n'))))
+			break;
+#endif
+	p = memchr(p, '\n', (size_t)(end - p));
+	return p ? p : end;
+}
+
+int kr_json_framer_line(struct kr_json_framer *f, const char *buf, size_t len, size_t *consumed)
+{
+	const char *p = buf, *end = buf + len, *q;
+
+	*consumed = 0;
+	if (!f->lines || f->state != F_BETWEEN || !f->dst)
+		return 0;
+	while (p < end && is_ws(*p))
+		p++;
+	if (p == end || *p != '{')
+		return 0;
+	q = find_newline(p + 1, end);
+	if (q == end)
+		return 0;
+	while (q > p && is_ws(q[-1]))
+		q--;
+	if (q - p < 2 || q[-1] != '}' || (size_t)(q - p) > f->cap)
+		return 0;
+	memcpy(f->dst, p, (size_t)(q - p));
+	f->len = (size_t)(q - p);
+	*consumed = (size_t)(q - buf);
+	return KR_JSON_OBJECT;
+}
+
 int kr_json_framer_eof(struct kr_json_framer *f)
 {
 	switch (f->state) {

@@ -108,6 +108,18 @@ int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
 			size_t *consumed);
 
 /*
+ * The framing a watch stream rarely needs: in line mode, between objects, if
+ * buf[0..len) holds (after whitespace) a whole line that starts with '{',
+ * ends with '}' before its trailing whitespace and fits the output, copies
+ * it there (dst[0..f->len)) and returns KR_JSON_OBJECT, *consumed right
+ * after the '}'; else 0. Tentative, without a scan: the caller checks that
+ * the copy is exactly one valid object (kr_json_parse_sel > 0), and when it
+ * is not, feeds the same bytes to kr_json_framer_feed, which frames them as
+ * ever (this leaves the framer's state alone). One pass over the event.
+ */
+int kr_json_framer_line(struct kr_json_framer *f, const char *buf, size_t len, size_t *consumed);
+
+/*
  * Tells the framer the stream ended. Returns 0 if it ended between objects,
  * KR_EPROTO if it ended inside one (f->error says so) or the framer had failed.
  */

@@ -512,18 +512,22 @@ static void watches_take_cadence(struct kr_reflect *top)
 	}
 }
 
+/* Checks and tokenizes watch event json[0..len) into t (kr_json_parse_sel). */
+static MEASURED int tokenize_event(const char *json, size_t len, kr_json_tok *t)
+{
+	return kr_json_parse_sel(json, len, t, KR_JSON_TOKENS, sel_event_paths, EVENT_PATHS);
+}
+
 /*
- * Tokenizes watch event json[0..len) into t and finds its object (*o) and
- * type. Returns the token count, a kr_json_parse error, or KR_EINVAL when
- * the type or the object is missing.
+ * Finds the object (*o) and type of watch event json[0..len), tokenized
+ * into t[0..n) (tokenize_event). Returns n, or KR_EINVAL when the type or
+ * the object is missing.
  */
-static MEASURED int parse_event(const char *json, size_t len, kr_json_tok *t, int *o,
+static MEASURED int parse_event(const char *json, size_t len, kr_json_tok *t, int n, int *o,
 				char type[16], int ix[OK_N])
 {
-	int n = kr_json_parse_sel(json, len, t, KR_JSON_TOKENS, sel_event_paths, EVENT_PATHS), v;
+	int v;
 
-	if (n < 0)
-		return n;
 	v = kr_json_find(json, t, n, 0, "type");
 	*o = kr_json_find(json, t, n, 0, "object");
 	if (v < 0 || *o < 0 || t[*o].type != KR_JSON_T_OBJECT ||
@@ -540,16 +544,23 @@ static MEASURED int parse_event(const char *json, size_t len, kr_json_tok *t, in
 	return n;
 }
 
-/* Handles one framed watch event in the scratch area. Returns < 0 to end the stream. */
-static int watch_event(struct kr_reflector *r, size_t len)
+/*
+ * Handles one framed watch event in the scratch area, already tokenized
+ * into top->toks[0..pre) if pre > 0. Returns < 0 to end the stream.
+ */
+static int watch_event(struct kr_reflector *r, size_t len, int pre)
 {
 	struct kr_reflect *top = r->top;
 	kr_json_tok *t = top->toks;
-	char *json = r->scratch, type[16];
+	char *json = r->scratch, type[16] = "";
 	struct meta m;
-	int n, o, v, ix[OK_N];
+	int n, o = -1, v, ix[OK_N];
 
-	n = parse_event(json, len, t, &o, type, ix);
+	n = pre > 0 ? pre : tokenize_event(json, len, t);
+	if (n > 0)
+		n = parse_event(json, len, t, n, &o, type, ix);
+	else if (n == 0)
+		n = KR_EPROTO;  /* not returned: a valid text has a token */
 	if (n < 0 && n != KR_EINVAL) {
 		kr_log(KR_LOG_ERROR, "%s: unable to parse a watch event of %zu bytes: %s", r->res.name,
 		       len, n == KR_ENOSPC ? TOKENS_FULL : "malformed JSON");
@@ -1012,12 +1023,26 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 				continue;
 			}
 		} else {
-			res = kr_json_framer_feed(&r->framer, data, left, &used);
+			int pre = 0;
+
+			/*
+			 * A whole line in hand is copied and checked in one pass, unscanned
+			 * by the framer; only if it is not exactly one valid object does the
+			 * framer take the same bytes, and decide as it always has.
+			 */
+			res = kr_json_framer_line(&r->framer, data, left, &used);
+			if (res == KR_JSON_OBJECT &&
+			    (pre = tokenize_event(r->scratch, r->framer.len, r->top->toks)) <= 0)
+				res = 0;
+			if (res != KR_JSON_OBJECT) {
+				pre = 0;
+				res = kr_json_framer_feed(&r->framer, data, left, &used);
+			}
 			data += used;
 			left -= used;
 			if (res == KR_JSON_OBJECT) {
 				r->scratch_moved = 0;
-				if (watch_event(r, r->framer.len) < 0)
+				if (watch_event(r, r->framer.len, pre) < 0)
 					return -1;
 			} else if (res == KR_JSON_SKIPPED) {
 				if (lost_by_move(r, r->framer.len))

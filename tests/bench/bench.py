@@ -98,7 +98,7 @@ PEER_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
 # The parse+store path of one watch event, from its framed bytes to the store
 # (src/reflector.c keeps these out of line; none calls another): their
 # inclusive instructions per event, beside the whole socket-to-jsonl path.
-PARSE_STORE = ("parse_event", "wrong_kind", "read_meta", "settle_object", "kr_store_put")
+PARSE_STORE = ("tokenize_event", "parse_event", "wrong_kind", "read_meta", "settle_object", "kr_store_put")
 PARTS = ("sizes", "sync", "idle", "wakeups", "throughput", "callgrind", "gzip", "sidecar")
 IDLE_BOOKMARK_S = 15
 PAYLOAD = 1024
