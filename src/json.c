@@ -24,7 +24,8 @@ _Static_assert(KR_JSON_T_OBJECT == (int)JSMN_OBJECT && KR_JSON_T_ARRAY == (int)J
 	       KR_JSON_T_STRING == (int)JSMN_STRING &&
 	       KR_JSON_T_PRIMITIVE == (int)JSMN_PRIMITIVE, "token types must match jsmn's");
 
-static int is_ws(char c)
+/* Hot and tiny: -Os would otherwise make a call of it. */
+static inline __attribute__((always_inline)) int is_ws(char c)
 {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
@@ -62,22 +63,78 @@ static const unsigned char structural_lines[256] = {
 #define HAS_LESS(v, n) (((v) - ONES * (n)) & ~(v) & HIGHS)
 
 /*
- * First '"' or '\\' in [p, end), or end. Strings are most of a Kubernetes
- * object, so this looks at a word at a time and only then at single bytes.
+ * Strings are most of a Kubernetes object, and both the framer and the
+ * tokenizer look for the end of each: 16 bytes a step with the vector unit
+ * every x86_64 and aarch64 has (SSE2, NEON), else a machine word a step
+ * (armv7, or any build with -DKR_JSON_NO_SIMD, which tests that path).
  */
-static const char *string_stop(const char *p, const char *end)
+#if !defined(KR_JSON_NO_SIMD) && defined(__SSE2__)
+#include <emmintrin.h>
+#define KR_JSON_SIMD 1
+
+/* Bit i set if byte i of the 16 at p is '"' or '\\' (or, with ctl, below 0x20). */
+static unsigned stop_mask(const char *p, int ctl)
 {
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+				 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+
+	if (ctl)
+		m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v));
+	return (unsigned)_mm_movemask_epi8(m);
+}
+#elif !defined(KR_JSON_NO_SIMD) && defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define KR_JSON_SIMD 1
+
+static unsigned stop_mask(const char *p, int ctl)
+{
+	uint8x16_t v = vld1q_u8((const uint8_t *)p);
+	uint8x16_t m = vorrq_u8(vceqq_u8(v, vdupq_n_u8('"')), vceqq_u8(v, vdupq_n_u8('\\')));
+	uint8_t b[16];
+	unsigned bits = 0;
+	int i;
+
+	if (ctl)
+		m = vorrq_u8(m, vcltq_u8(v, vdupq_n_u8(0x20)));
+	if (vmaxvq_u8(m) == 0)
+		return 0;
+	vst1q_u8(b, m);
+	for (i = 0; i < 16; i++)
+		bits |= (unsigned)(b[i] & 1) << i;
+	return bits;
+}
+#endif
+
+/* First '"' or '\\' in [p, end) (or control byte, with ctl), or end. */
+static const char *find_stop(const char *p, const char *end, int ctl)
+{
+#ifdef KR_JSON_SIMD
+	while (end - p >= 16) {
+		unsigned m = stop_mask(p, ctl);
+
+		if (m)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+#endif
 	while ((size_t)(end - p) >= sizeof(size_t)) {
 		size_t v;
 
 		memcpy(&v, p, sizeof(v));
-		if (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')))
+		if (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | (ctl ? HAS_LESS(v, 0x20) : 0))
 			break;
 		p += sizeof(size_t);
 	}
-	while (p < end && *p != '"' && *p != '\\')
+	while (p < end && *p != '"' && *p != '\\' && (!ctl || (unsigned char)*p >= 0x20))
 		p++;
 	return p;
+}
+
+/* First '"' or '\\' in [p, end), or end. */
+static const char *string_stop(const char *p, const char *end)
+{
+	return find_stop(p, end, 0);
 }
 
 /*
@@ -87,17 +144,7 @@ static const char *string_stop(const char *p, const char *end)
  */
 static const char *string_stop_ctl(const char *p, const char *end)
 {
-	while ((size_t)(end - p) >= sizeof(size_t)) {
-		size_t v;
-
-		memcpy(&v, p, sizeof(v));
-		if (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | HAS_LESS(v, 0x20))
-			break;
-		p += sizeof(size_t);
-	}
-	while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-		p++;
-	return p;
+	return find_stop(p, end, 1);
 }
 
 /*
@@ -308,6 +355,50 @@ int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
 	return finish(f);
 }
 
+/* First '\n' in [p, end), or end: 16 bytes a step where there is a vector unit. */
+static const char *find_newline(const char *p, const char *end)
+{
+#if !defined(KR_JSON_NO_SIMD) && defined(__SSE2__)
+	for (; end - p >= 16; p += 16) {
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+			_mm_loadu_si128((const __m128i *)(const void *)p), _mm_set1_epi8('\n')));
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+#elif !defined(KR_JSON_NO_SIMD) && defined(__aarch64__) && defined(__ARM_NEON)
+	for (; end - p >= 16; p += 16)
+		if (vmaxvq_u8(vceqq_u8(vld1q_u8((const uint8_t *)p), vdupq_n_u8('\n'))))
+			break;
+#endif
+	p = memchr(p, '\n', (size_t)(end - p));
+	return p ? p : end;
+}
+
+int kr_json_framer_line(struct kr_json_framer *f, const char *buf, size_t len, size_t *consumed)
+{
+	const char *p = buf, *end = buf + len, *q;
+
+	*consumed = 0;
+	if (!f->lines || f->state != F_BETWEEN || !f->dst)
+		return 0;
+	while (p < end && is_ws(*p))
+		p++;
+	if (p == end || *p != '{')
+		return 0;
+	q = find_newline(p + 1, end);
+	if (q == end)
+		return 0;
+	while (q > p && is_ws(q[-1]))
+		q--;
+	if (q - p < 2 || q[-1] != '}' || (size_t)(q - p) > f->cap)
+		return 0;
+	memcpy(f->dst, p, (size_t)(q - p));
+	f->len = (size_t)(q - p);
+	*consumed = (size_t)(q - buf);
+	return KR_JSON_OBJECT;
+}
+
 int kr_json_framer_eof(struct kr_json_framer *f)
 {
 	switch (f->state) {
@@ -449,6 +540,15 @@ static int eq_unescaped(const char *raw, size_t n, const char *s, size_t slen)
 {
 	size_t i = 0, j = 0;
 
+	/*
+	 * Unescaping only shortens: shorter text never matches, text of the same
+	 * length only byte for byte and without escapes. Most keys looked up
+	 * are told apart here, by their length.
+	 */
+	if (n < slen || (n > 0 && raw[0] != '\\' && (slen == 0 || raw[0] != s[0])))
+		return 0;
+	if (n == slen)
+		return memcmp(raw, s, n) == 0 && !memchr(raw, '\\', n);
 	while (i < n) {
 		const char *bs = memchr(raw + i, '\\', n - i);
 		size_t run = bs ? (size_t)(bs - (raw + i)) : n - i;
@@ -1091,10 +1191,259 @@ int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks)
 	return n;
 }
 
+/* --- selective tokenizing ---------------------------------------------------------- */
+
+/* Bytes a number or a literal is made of; valid_primitive checks their order. */
+static const unsigned char prim_byte_tab[256] = {
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1, ['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1,
+	['t'] = 1, ['r'] = 1, ['u'] = 1, ['f'] = 1, ['a'] = 1, ['l'] = 1, ['s'] = 1, ['n'] = 1,
+};
+
+/* Deepest level of the paths that kr_json_parse_sel follows (the root is level 0). */
+#define SEL_LEVELS 8
+
+static inline __attribute__((always_inline)) const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && is_ws(*p))
+		p++;
+	return p;
+}
+
+/*
+ * The closing quote of the string whose contents start at p, or NULL if it
+ * holds a control byte or a bad escape or is not closed. Same checks as
+ * jsmn's strict mode plus validate's control bytes, at a word a step.
+ */
+static const char *string_end(const char *p, const char *end)
+{
+	for (;;) {
+		p = string_stop_ctl(p, end);
+		if (p == end || (unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '"')
+			return p;
+		if (++p == end)
+			return NULL;
+		switch (*p) {
+		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+			p++;
+			break;
+		case 'u':
+			if (end - p < 5 || hex4(p + 1) < 0)
+				return NULL;
+			p += 5;
+			break;
+		default:
+			return NULL;
+		}
+	}
+}
+
+/*
+ * Whether the container opened under key token k of the container at
+ * level lv (following path at[lv], of which its first len[lv] bytes are
+ * matched) is on one of the paths: then at/len of level lv + 1 are set.
+ * Once per object or array at the levels followed: a few per event.
+ */
+static int sel_follow(const char *json, const kr_json_tok *k, const char *const *paths, int npaths,
+		      int *at, size_t *len, int lv)
+{
+	size_t plen = len[lv], sl;
+	int q;
+
+	if (lv + 1 >= SEL_LEVELS)
+		return 0;
+	for (q = 0; q < npaths; q++) {
+		const char *seg = paths[q];
+
+		if (plen) {
+			const char *pre = paths[at[lv]];
+
+			/* (stops at seg's NUL too: pre has none in its first plen bytes) */
+			for (sl = 0; sl < plen && seg[sl] == pre[sl]; sl++)
+				;
+			if (sl < plen || seg[plen] != '.')
+				continue;
+			seg += plen + 1;
+		}
+		for (sl = 0; seg[sl] && seg[sl] != '.'; sl++)
+			;
+		if (sl && eq_unescaped(json + k->start, (size_t)(k->end - k->start), seg, sl)) {
+			at[lv + 1] = q;
+			len[lv + 1] = (size_t)(seg - paths[q]) + sl;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks,
+		      const char *const *paths, int npaths)
+{
+	const char *p, *q, *end = json + len;
+	unsigned char objs[(KR_JSON_DEPTH_MAX + 7) / 8];  /* bit d: level d is an object */
+	int at[SEL_LEVELS];
+	size_t plen[SEL_LEVELS];
+	int n = 0, cur = -1, par = -1, depth = 0, lv = 0, skip_at = 0, skiptok = -1;
+	char c;
+
+	if (!toks || ntoks < 0 || (npaths > 0 && !paths))
+		return KR_EINVAL;
+	if (len > INT_MAX)
+		return KR_ETOOBIG;
+	at[0] = -1;
+	plen[0] = 0;
+	p = skip_ws(json, end);
+	if (p == end || *p != '{')
+		return KR_EPROTO;
+
+/* Appends a token (only outside skipped values), or fails with KR_ENOSPC. */
+#define TOK(ty, s, e, pa) do {							\
+		if (n >= ntoks)							\
+			return KR_ENOSPC;					\
+		toks[n].type = (ty);						\
+		toks[n].start = (int)(s);					\
+		toks[n].end = (int)(e);						\
+		toks[n].size = 0;						\
+		toks[n].parent = (pa);						\
+		n++;								\
+	} while (0)
+#define IS_OBJ(d) (objs[(d) >> 3] & (1u << ((d) & 7)))
+
+value:
+	/* p is at the first byte of a value; par is its parent token. */
+	c = *p;
+	if (c == '"') {
+		if (!(q = string_end(p + 1, end)))
+			return KR_EPROTO;
+		if (!skip_at)
+			TOK(KR_JSON_T_STRING, p + 1 - json, q - json, par);
+		p = q + 1;
+		goto after_value;
+	}
+	if (c == '{' || c == '[') {
+		if (depth >= KR_JSON_DEPTH_MAX)
+			return KR_ENOSPC;
+		if (c == '{')
+			objs[depth >> 3] |= (unsigned char)(1u << (depth & 7));
+		else
+			objs[depth >> 3] &= (unsigned char)~(1u << (depth & 7));
+		depth++;
+		if (!skip_at) {
+			int follow = npaths < 0 || cur < 0 ||
+				     (toks[cur].type == KR_JSON_T_OBJECT &&
+				      sel_follow(json, &toks[par], paths, npaths, at, plen, lv));
+
+			if (follow) {
+				TOK(c == '{' ? KR_JSON_T_OBJECT : KR_JSON_T_ARRAY, p - json, -1, par);
+				cur = n - 1;
+				if (npaths >= 0 && depth > 1)
+					lv++;
+			} else {
+				TOK(KR_JSON_T_SKIPPED, p - json, -1, par);
+				skiptok = n - 1;
+				skip_at = depth;
+			}
+		}
+		p = skip_ws(p + 1, end);
+		if (p == end)
+			return KR_EPROTO;
+		if (*p == (c == '{' ? '}' : ']'))
+			goto close;
+		if (c == '{')
+			goto key;
+		if (!skip_at) {
+			toks[cur].size++;
+			par = cur;
+		}
+		goto value;
+	}
+	if (prim_byte_tab[(unsigned char)c] && c != '+' && c != '.' && c != 'e' && c != 'E') {
+		for (q = p + 1; q < end && prim_byte_tab[(unsigned char)*q]; q++)
+			;
+		if (!valid_primitive(p, (int)(q - p)))
+			return KR_EPROTO;
+		if (!skip_at)
+			TOK(KR_JSON_T_PRIMITIVE, p - json, q - json, par);
+		p = q;
+		goto after_value;
+	}
+	return KR_EPROTO;
+
+key:
+	/* p is at the first byte of a member: its key. */
+	if (*p != '"' || !(q = string_end(p + 1, end)))
+		return KR_EPROTO;
+	if (!skip_at) {
+		TOK(KR_JSON_T_STRING, p + 1 - json, q - json, cur);
+		toks[n - 1].size = 1;
+		toks[cur].size++;
+		par = n - 1;
+	}
+	p = skip_ws(q + 1, end);
+	if (p == end || *p != ':')
+		return KR_EPROTO;
+	p = skip_ws(p + 1, end);
+	if (p == end)
+		return KR_EPROTO;
+	goto value;
+
+after_value:
+	p = skip_ws(p, end);
+	if (p == end)
+		return KR_EPROTO;
+	c = *p;
+	if (c == ',') {
+		p = skip_ws(p + 1, end);
+		if (p == end)
+			return KR_EPROTO;
+		if (IS_OBJ(depth - 1))
+			goto key;
+		if (!skip_at) {
+			toks[cur].size++;
+			par = cur;
+		}
+		goto value;
+	}
+	if (c == (IS_OBJ(depth - 1) ? '}' : ']'))
+		goto close;
+	return KR_EPROTO;
+
+close:
+	/* p is at the closing bracket of the innermost open container. */
+	if (skip_at) {
+		if (depth == skip_at) {
+			toks[skiptok].end = (int)(p + 1 - json);
+			skip_at = 0;
+		}
+	} else {
+		int k = toks[cur].parent;
+
+		toks[cur].end = (int)(p + 1 - json);
+		if (k >= 0 && toks[k].type == KR_JSON_T_STRING)
+			k = toks[k].parent;
+		cur = k;
+		if (npaths >= 0 && lv > 0)
+			lv--;
+	}
+	depth--;
+	p++;
+	if (depth == 0)
+		return skip_ws(p, end) == end ? n : KR_EPROTO;
+	goto after_value;
+#undef TOK
+#undef IS_OBJ
+}
+
 /* Index of the first token after the subtree of token v. */
 static int after(const kr_json_tok *toks, int ntoks, int v)
 {
 	int lo = v + 1, hi = ntoks, end = toks[v].end;
+
+	/* Most values (strings, numbers, skipped or empty containers) have none under them. */
+	if (lo >= hi || toks[lo].start >= end)
+		return lo;
 
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
@@ -1124,6 +1473,33 @@ int kr_json_find_key(const char *json, const kr_json_tok *toks, int ntoks, int o
 		k = after(toks, ntoks, k + 1);
 	}
 	return -1;
+}
+
+int kr_json_members(const char *json, const kr_json_tok *toks, int ntoks, int obj,
+		    const char *const *keys, int nkeys, int *out)
+{
+	int m, k, i, found = 0;
+
+	for (i = 0; i < nkeys; i++)
+		out[i] = -1;
+	if (obj < 0 || obj >= ntoks || toks[obj].type != KR_JSON_T_OBJECT)
+		return 0;
+	k = obj + 1;
+	for (m = 0; m < toks[obj].size && k + 1 < ntoks && found < nkeys; m++) {
+		const kr_json_tok *kt = &toks[k];
+		const char *raw = json + kt->start;
+
+		/* The first byte tells most keys apart before any length is taken. */
+		for (i = 0; i < nkeys; i++)
+			if (out[i] < 0 && (kt->end == kt->start || raw[0] == keys[i][0] || raw[0] == '\\') &&
+			    eq_unescaped(raw, (size_t)(kt->end - kt->start), keys[i], strlen(keys[i]))) {
+				out[i] = k + 1;
+				found++;
+				break;
+			}
+		k = after(toks, ntoks, k + 1);
+	}
+	return found;
 }
 
 int kr_json_find(const char *json, const kr_json_tok *toks, int ntoks, int root,

@@ -10,12 +10,14 @@
  * object is copied once and a list of 10,000 items costs one item of memory.
  * An object larger than the capacity is skipped to its end and reported with
  * its size: the stream stays in sync. The framers do not validate JSON beyond
- * structure; kr_json_parse does, on the framed object.
+ * structure; kr_json_parse and kr_json_parse_sel do, on the framed object.
  *
  * kr_json_parse tokenizes a complete object with jsmn (strict mode, parent
  * links) and then checks the grammar jsmn lets through (separators, literals,
  * numbers, control bytes in strings), so a token array it returns describes
- * valid JSON and the helpers below may trust it.
+ * valid JSON and the helpers below may trust it. kr_json_parse_sel accepts the
+ * same texts in one pass of its own and tokenizes only the parts asked for:
+ * the reflector's path, where most of an object is never read.
  */
 #ifndef KR_JSON_H
 #define KR_JSON_H
@@ -106,6 +108,18 @@ int kr_json_framer_feed(struct kr_json_framer *f, const char *buf, size_t len,
 			size_t *consumed);
 
 /*
+ * The framing a watch stream rarely needs: in line mode, between objects, if
+ * buf[0..len) holds (after whitespace) a whole line that starts with '{',
+ * ends with '}' before its trailing whitespace and fits the output, copies
+ * it there (dst[0..f->len)) and returns KR_JSON_OBJECT, *consumed right
+ * after the '}'; else 0. Tentative, without a scan: the caller checks that
+ * the copy is exactly one valid object (kr_json_parse_sel > 0), and when it
+ * is not, feeds the same bytes to kr_json_framer_feed, which frames them as
+ * ever (this leaves the framer's state alone). One pass over the event.
+ */
+int kr_json_framer_line(struct kr_json_framer *f, const char *buf, size_t len, size_t *consumed);
+
+/*
  * Tells the framer the stream ended. Returns 0 if it ended between objects,
  * KR_EPROTO if it ended inside one (f->error says so) or the framer had failed.
  */
@@ -178,6 +192,7 @@ enum kr_json_type {
 	KR_JSON_T_ARRAY = 2,
 	KR_JSON_T_STRING = 3,
 	KR_JSON_T_PRIMITIVE = 4,
+	KR_JSON_T_SKIPPED = 5,   /* kr_json_parse_sel: a valid object or array, not tokenized */
 };
 
 /*
@@ -204,6 +219,27 @@ typedef struct __attribute__((may_alias)) kr_json_tok {
  */
 int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks);
 
+#ifndef KR_JSON_DEPTH_MAX
+#define KR_JSON_DEPTH_MAX 512  /* nested objects and arrays kr_json_parse_sel reads */
+#endif
+#if KR_JSON_DEPTH_MAX < 8
+#error "KR_JSON_DEPTH_MAX below 8 cannot hold a Kubernetes object"
+#endif
+
+/*
+ * As kr_json_parse (the same text is valid, the same tokens where it makes
+ * them), in one pass and without jsmn, but tokenizing only what is asked for:
+ * the root's members, and the members of each object or array on one of the
+ * dotted key paths[0..npaths) from the root ("object.metadata" follows
+ * "object" and "object.metadata"; arrays are followed only when named, their
+ * elements never). Every other object or array is checked byte for byte and
+ * made one KR_JSON_T_SKIPPED token spanning its brackets, size 0. npaths < 0
+ * tokenizes everything. Returns the count, KR_ENOSPC (more than ntoks tokens,
+ * or nesting deeper than KR_JSON_DEPTH_MAX), KR_EPROTO, KR_ETOOBIG, KR_EINVAL.
+ */
+int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks,
+		      const char *const *paths, int npaths);
+
 /*
  * Index of the value of key[0..keylen) in object token obj, or -1 (no such key,
  * obj not an object). A key sent with escapes matches its unescaped text; the
@@ -211,6 +247,14 @@ int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks);
  */
 int kr_json_find_key(const char *json, const kr_json_tok *toks, int ntoks, int obj,
 		     const char *key, size_t keylen);
+
+/*
+ * Looks up several keys of object token obj in one pass over its members:
+ * out[i] receives the index of the value of keys[i] (C strings), as
+ * kr_json_find_key would return it, or -1. Returns how many were found.
+ */
+int kr_json_members(const char *json, const kr_json_tok *toks, int ntoks, int obj,
+		    const char *const *keys, int nkeys, int *out);
 
 /*
  * Index of the value at a dotted path of object keys under token root

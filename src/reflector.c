@@ -16,6 +16,31 @@
 #define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
+/*
+ * The steps from one framed event's bytes to the store (parse_event,
+ * wrong_kind, read_meta, settle_object; kr_store_put is out of line anyway)
+ * stay whole functions so that `make bench` can add up their inclusive cost
+ * under callgrind, the parse+store figure. One call each per event.
+ */
+#if defined(__clang__)
+#define MEASURED __attribute__((noinline))
+#else
+#define MEASURED __attribute__((noinline, noclone))
+#endif
+
+/*
+ * What is tokenized of a watch event (kr_json_parse_sel): the envelope, the
+ * object's top level and its metadata with the annotations (the bookmark
+ * that ends the initial events has one); spec, data, status, labels and
+ * managedFields are checked but stay one token each. List items: the same,
+ * so that KR_JSON_TOKENS holds or refuses an object whichever way it came.
+ */
+static const char *const sel_event_paths[] = { "object.metadata.annotations" };
+#define EVENT_PATHS 1
+static const char *const sel_item_paths[] = { "metadata.annotations" };
+#define ITEM_PATHS 1
+#define TOKENS_FULL "more JSON tokens than KR_JSON_TOKENS, or nesting deeper than KR_JSON_DEPTH_MAX"
+
 enum { REQ_WATCHLIST, REQ_LIST, REQ_WATCH };
 
 static void start_cycle(struct kr_reflector *r);
@@ -179,71 +204,101 @@ struct meta {
 	char uid[KR_RV_MAX];
 };
 
-/* Reads namespace/name, resourceVersion and uid of object token o. 0 or KR_EINVAL. */
-static int read_meta(const char *json, const kr_json_tok *t, int n, int o, struct meta *m)
+/*
+ * The members of an object the reflector reads, found in one pass over it
+ * (kr_json_members; the first of repeated keys, as kr_json_find).
+ */
+enum { OK_KIND, OK_API, OK_META, OK_N };
+static const char *const object_keys[OK_N] = { "kind", "apiVersion", "metadata" };
+enum { MK_RV, MK_UID, MK_NS, MK_NAME, MK_N };
+static const char *const meta_keys[MK_N] = { "resourceVersion", "uid", "namespace", "name" };
+
+/*
+ * Reads namespace/name, resourceVersion and uid of the object whose
+ * members ix (object_keys) names. 0 or KR_EINVAL.
+ */
+static MEASURED int read_meta(const char *json, const kr_json_tok *t, int n, const int *ix,
+			      struct meta *m)
 {
-	char ns[KR_KEY_MAX], name[KR_KEY_MAX];
-	int md = kr_json_find(json, t, n, o, "metadata"), v, len;
+	int md = ix[OK_META], v[MK_N], nl, sl = 0;
 
 	if (md < 0 || t[md].type != KR_JSON_T_OBJECT)
 		return KR_EINVAL;
-	m->rv[0] = m->uid[0] = ns[0] = name[0] = '\0';
-	if ((v = kr_json_find(json, t, n, md, "resourceVersion")) >= 0 &&
-	    kr_json_unescape(json, &t[v], m->rv, sizeof(m->rv)) < 0)
+	kr_json_members(json, t, n, md, meta_keys, MK_N, v);
+	m->rv[0] = m->uid[0] = '\0';
+	if (v[MK_RV] >= 0 && kr_json_unescape(json, &t[v[MK_RV]], m->rv, sizeof(m->rv)) < 0)
 		return KR_EINVAL;
-	if ((v = kr_json_find(json, t, n, md, "uid")) >= 0 &&
-	    kr_json_unescape(json, &t[v], m->uid, sizeof(m->uid)) < 0)
+	if (v[MK_UID] >= 0 && kr_json_unescape(json, &t[v[MK_UID]], m->uid, sizeof(m->uid)) < 0)
 		return KR_EINVAL;
-	if ((v = kr_json_find(json, t, n, md, "namespace")) >= 0 &&
-	    kr_json_unescape(json, &t[v], ns, sizeof(ns)) < 0)
+	/* The key is namespace/name, or name: unescaped in place, each bounded by what is left. */
+	if (v[MK_NS] >= 0) {
+		sl = kr_json_unescape(json, &t[v[MK_NS]], m->key, sizeof(m->key));
+		if (sl < 0)
+			return KR_EINVAL;
+		if (sl > 0)
+			m->key[sl++] = '/';
+	}
+	if (v[MK_NAME] < 0 || (size_t)sl >= sizeof(m->key))
 		return KR_EINVAL;
-	if ((v = kr_json_find(json, t, n, md, "name")) >= 0 &&
-	    kr_json_unescape(json, &t[v], name, sizeof(name)) < 0)
+	nl = kr_json_unescape(json, &t[v[MK_NAME]], m->key + sl, sizeof(m->key) - (size_t)sl);
+	if (nl <= 0)
 		return KR_EINVAL;
-	if (!name[0])
+	m->keylen = (size_t)sl + (size_t)nl;
+	/* A \u0000 would cut the key short wherever it is used as a C string. */
+	if (memchr(m->key, '\0', m->keylen))
 		return KR_EINVAL;
-	len = ns[0] ? kr_snprintf(m->key, sizeof(m->key), "%s/%s", ns, name)
-		    : kr_snprintf(m->key, sizeof(m->key), "%s", name);
-	if (len < 0 || (size_t)len >= sizeof(m->key))
-		return KR_EINVAL;
-	m->keylen = (size_t)len;
 	return 0;
 }
 
-/* Nonzero if the object's kind/apiVersion (when present) are not the resource's. */
-static int wrong_kind(struct kr_reflector *r, const char *json, const kr_json_tok *t, int n, int o)
+/* Nonzero if the object's kind/apiVersion (when present, ix: object_keys) are not the resource's. */
+static MEASURED int wrong_kind(struct kr_reflector *r, const char *json, const kr_json_tok *t,
+			       const int *ix)
 {
 	char api[KR_NAME_MAX + 256];
-	int v = kr_json_find(json, t, n, o, "kind");
+	const kr_json_tok *v;
+	size_t gl = strlen(r->res.group), vl = strlen(r->res.version);
 
-	if (v >= 0 && !kr_json_str_eq(json, &t[v], r->res.kind))
+	if (ix[OK_KIND] >= 0 && !kr_json_str_eq(json, &t[ix[OK_KIND]], r->res.kind))
 		return 1;
-	v = kr_json_find(json, t, n, o, "apiVersion");
-	if (v < 0)
+	if (ix[OK_API] < 0)
 		return 0;
-	if (r->res.group[0])
+	v = &t[ix[OK_API]];
+	/* As sent, without escapes (the apiserver's way): group/version compared in place. */
+	if (v->type == KR_JSON_T_STRING && !memchr(json + v->start, '\\', (size_t)(v->end - v->start))) {
+		const char *a = json + v->start;
+		size_t al = (size_t)(v->end - v->start);
+
+		if (!gl)
+			return al != vl || memcmp(a, r->res.version, vl) != 0;
+		return al != gl + 1 + vl || memcmp(a, r->res.group, gl) != 0 || a[gl] != '/' ||
+		       memcmp(a + gl + 1, r->res.version, vl) != 0;
+	}
+	if (gl)
 		kr_snprintf(api, sizeof(api), "%s/%s", r->res.group, r->res.version);
 	else
 		kr_snprintf(api, sizeof(api), "%s", r->res.version);
-	return !kr_json_str_eq(json, &t[v], api);
+	return !kr_json_str_eq(json, v, api);
 }
 
 /*
- * Removes metadata.managedFields from object o of json[0..len) in place: every
- * copy of the key, since a reader that takes the last of repeated keys still
- * sees one. The last goes first, so that the tokens of the others stay right
- * (nothing before a removed member moves). Returns the new length.
+ * Removes metadata.managedFields from metadata object token md of
+ * json[0..len) in place: every copy of the key, since a reader that takes
+ * the last of repeated keys still sees one. The last goes first, so that the
+ * tokens of the others stay right (nothing before a removed member moves).
+ * Returns the new length.
  */
-static size_t strip_managed_fields(char *json, size_t len, const kr_json_tok *t, int n, int o)
+static size_t strip_managed_fields(char *json, size_t len, const kr_json_tok *t, int n, int md)
 {
-	int md = kr_json_find(json, t, n, o, "metadata"), last, k;
+	int last, k;
 
 	if (md < 0 || t[md].type != KR_JSON_T_OBJECT)
 		return len;
 	for (last = md + 1; last < n && t[last].start < t[md].end; last++)
 		;
+	/* (unescaping only shortens: a key written shorter than the name cannot be it) */
 	for (k = last - 2; k > md; k--)
 		if (t[k].parent == md && t[k + 1].parent == k &&
+		    t[k].end - t[k].start >= (int)sizeof("managedFields") - 1 &&
 		    kr_json_str_eq(json, &t[k], "managedFields"))
 			len = kr_json_remove_member(json, len, t, n, k + 1);
 	return len;
@@ -254,15 +309,15 @@ static size_t strip_managed_fields(char *json, size_t len, const kr_json_tok *t,
  * without managedFields unless asked to keep them, adding kind and
  * apiVersion when a typed list left them out. Returns its new length.
  */
-static size_t settle_object(struct kr_reflector *r, char *json, size_t len, kr_json_tok *t,
-			    int n, int o)
+static MEASURED size_t settle_object(struct kr_reflector *r, char *json, size_t len, kr_json_tok *t,
+				     int n, int o, const int *ix)
 {
 	struct kr_reflect *top = r->top;
 	size_t start = (size_t)t[o].start, end = (size_t)t[o].end, objlen;
-	int need_kind = kr_json_find(json, t, n, o, "kind") < 0;
+	int need_kind = ix[OK_KIND] < 0;
 
 	if (!top->opts.keep_managed_fields)
-		end -= len - strip_managed_fields(json, len, t, n, o);
+		end -= len - strip_managed_fields(json, len, t, n, ix[OK_META]);
 	objlen = end - start;
 	if (need_kind && objlen >= 2 && objlen + KIND_ROOM <= r->scratch_cap) {
 		char head[KIND_ROOM];
@@ -457,19 +512,58 @@ static void watches_take_cadence(struct kr_reflect *top)
 	}
 }
 
-/* Handles one framed watch event in the scratch area. Returns < 0 to end the stream. */
-static int watch_event(struct kr_reflector *r, size_t len)
+/* Checks and tokenizes watch event json[0..len) into t (kr_json_parse_sel). */
+static MEASURED int tokenize_event(const char *json, size_t len, kr_json_tok *t)
+{
+	return kr_json_parse_sel(json, len, t, KR_JSON_TOKENS, sel_event_paths, EVENT_PATHS);
+}
+
+/*
+ * Finds the object (*o) and type of watch event json[0..len), tokenized
+ * into t[0..n) (tokenize_event). Returns n, or KR_EINVAL when the type or
+ * the object is missing.
+ */
+static MEASURED int parse_event(const char *json, size_t len, kr_json_tok *t, int n, int *o,
+				char type[16], int ix[OK_N])
+{
+	int v;
+
+	v = kr_json_find(json, t, n, 0, "type");
+	*o = kr_json_find(json, t, n, 0, "object");
+	if (v < 0 || *o < 0 || t[*o].type != KR_JSON_T_OBJECT ||
+	    kr_json_unescape(json, &t[v], type, 16) < 0)
+		return KR_EINVAL;
+	/* An ERROR's Status is read whole (details.causes), as far as tokens go. */
+	if (strcmp(type, "ERROR") == 0 &&
+	    (v = kr_json_parse_sel(json, len, t + n, KR_JSON_TOKENS - n, NULL, -1)) > 0) {
+		memmove(t, t + n, (size_t)v * sizeof(*t));
+		n = v;
+		*o = kr_json_find(json, t, n, 0, "object");
+	}
+	kr_json_members(json, t, n, *o, object_keys, OK_N, ix);
+	return n;
+}
+
+/*
+ * Handles one framed watch event in the scratch area, already tokenized
+ * into top->toks[0..pre) if pre > 0. Returns < 0 to end the stream.
+ */
+static int watch_event(struct kr_reflector *r, size_t len, int pre)
 {
 	struct kr_reflect *top = r->top;
 	kr_json_tok *t = top->toks;
-	char *json = r->scratch, type[16];
+	char *json = r->scratch, type[16] = "";
 	struct meta m;
-	int n, o, v;
+	int n, o = -1, v, ix[OK_N];
 
-	n = kr_json_parse(json, len, t, KR_JSON_TOKENS);
-	if (n < 0) {
+	n = pre > 0 ? pre : tokenize_event(json, len, t);
+	if (n > 0)
+		n = parse_event(json, len, t, n, &o, type, ix);
+	else if (n == 0)
+		n = KR_EPROTO;  /* not returned: a valid text has a token */
+	if (n < 0 && n != KR_EINVAL) {
 		kr_log(KR_LOG_ERROR, "%s: unable to parse a watch event of %zu bytes: %s", r->res.name,
-		       len, n == KR_ENOSPC ? "more JSON tokens than KR_JSON_TOKENS" : "malformed JSON");
+		       len, n == KR_ENOSPC ? TOKENS_FULL : "malformed JSON");
 		if (n == KR_ENOSPC) {
 			/* Too many tokens to read: like an object too large to hold. */
 			if (skipped_object(r, len, len, "object.") < 0 && r->phase == KR_PH_WATCH)
@@ -479,10 +573,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		r->stream_error = 1;
 		return -1;
 	}
-	v = kr_json_find(json, t, n, 0, "type");
-	o = kr_json_find(json, t, n, 0, "object");
-	if (v < 0 || o < 0 || t[o].type != KR_JSON_T_OBJECT ||
-	    kr_json_unescape(json, &t[v], type, sizeof(type)) < 0) {
+	if (n < 0) {
 		kr_log(KR_LOG_ERROR, "%s: watch event without type or object", r->res.name);
 		r->stream_error = 1;
 		return -1;
@@ -494,7 +585,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		       r->err_code, r->err_reason, r->err_message);
 		return -1;
 	}
-	if (wrong_kind(r, json, t, n, o)) {
+	if (wrong_kind(r, json, t, ix)) {
 		kr_log(KR_LOG_WARN, "%s: skipped a %s event of another kind", r->res.name, type);
 		return 0;
 	}
@@ -533,7 +624,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
 		return 0;
 	}
-	if (read_meta(json, t, n, o, &m) != 0) {
+	if (read_meta(json, t, n, ix, &m) != 0) {
 		kr_log(KR_LOG_WARN, "%s: skipped a %s event without metadata", r->res.name, type);
 		return 0;
 	}
@@ -551,7 +642,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		r->wl_applied++;
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-		size_t objlen = settle_object(r, json, len, t, n, o);
+		size_t objlen = settle_object(r, json, len, t, n, o, ix);
 		int skipped = r->skipped;
 
 		apply_object(r, &m, objlen);
@@ -559,7 +650,7 @@ static int watch_event(struct kr_reflector *r, size_t len)
 		if (r->phase == KR_PH_WATCH && r->skipped > skipped)
 			return -1;
 	} else if (strcmp(type, "DELETED") == 0) {
-		size_t objlen = settle_object(r, json, len, t, n, o);
+		size_t objlen = settle_object(r, json, len, t, n, o, ix);
 		struct kr_store_view old;
 
 		/*
@@ -676,22 +767,25 @@ static void list_item(struct kr_reflector *r, size_t len)
 {
 	kr_json_tok *t = r->top->toks;
 	struct meta m;
-	int n = kr_json_parse(r->scratch, len, t, KR_JSON_TOKENS);
+	int n = kr_json_parse_sel(r->scratch, len, t, KR_JSON_TOKENS, sel_item_paths, ITEM_PATHS);
+	int ix[OK_N];
 
 	if (n == KR_ENOSPC) {
 		/* Too many tokens to read: like an object too large to hold. */
-		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: more JSON tokens "
-		       "than KR_JSON_TOKENS", r->res.name, len);
+		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: " TOKENS_FULL,
+		       r->res.name, len);
 		skipped_object(r, len, len, "");
 		return;
 	}
-	if (n < 0 || read_meta(r->scratch, t, n, 0, &m) != 0) {
+	if (n > 0)
+		kr_json_members(r->scratch, t, n, 0, object_keys, OK_N, ix);
+	if (n < 0 || read_meta(r->scratch, t, n, ix, &m) != 0) {
 		r->skipped++;
 		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: %s", r->res.name, len,
 		       n < 0 ? "malformed JSON" : "no metadata.name");
 		return;
 	}
-	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0));
+	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0, ix));
 }
 
 /* --- responses -------------------------------------------------------------------------- */
@@ -930,12 +1024,26 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 				continue;
 			}
 		} else {
-			res = kr_json_framer_feed(&r->framer, data, left, &used);
+			int pre = 0;
+
+			/*
+			 * A whole line in hand is copied and checked in one pass, unscanned
+			 * by the framer; only if it is not exactly one valid object does the
+			 * framer take the same bytes, and decide as it always has.
+			 */
+			res = kr_json_framer_line(&r->framer, data, left, &used);
+			if (res == KR_JSON_OBJECT &&
+			    (pre = tokenize_event(r->scratch, r->framer.len, r->top->toks)) <= 0)
+				res = 0;
+			if (res != KR_JSON_OBJECT) {
+				pre = 0;
+				res = kr_json_framer_feed(&r->framer, data, left, &used);
+			}
 			data += used;
 			left -= used;
 			if (res == KR_JSON_OBJECT) {
 				r->scratch_moved = 0;
-				if (watch_event(r, r->framer.len) < 0)
+				if (watch_event(r, r->framer.len, pre) < 0)
 					return -1;
 			} else if (res == KR_JSON_SKIPPED) {
 				if (lost_by_move(r, r->framer.len))

@@ -108,7 +108,16 @@ void kr_jsonl_event(void *arg, const struct kr_event *ev)
 	/* Restored objects were printed before the restart: only changes are news. */
 	if (ev->restored)
 		return;
-	n = kr_snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", kr_event_name(ev->type));
+	/* Once per event: the head is put together without the formatter. */
+	{
+		const char *name = kr_event_name(ev->type);
+		size_t nl = strlen(name);
+
+		memcpy(head, "{\"type\":\"", 9);
+		memcpy(head + 9, name, nl);
+		memcpy(head + 9 + nl, "\",\"object\":", 11);
+		n = (int)(9 + nl + 11);
+	}
 	iov[0].base = head;
 	iov[0].len = (size_t)n;
 	iov[1].base = ev->obj;

@@ -95,6 +95,10 @@ NODE_CLIENT = "@kubernetes/client-node"
 NODE_CLIENT_VERSION = "1.4.0"
 PEER_PYTHON = "/usr/bin/python3"
 PEER_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
+# The parse+store path of one watch event, from its framed bytes to the store
+# (src/reflector.c keeps these out of line; none calls another): their
+# inclusive instructions per event, beside the whole socket-to-jsonl path.
+PARSE_STORE = ("tokenize_event", "parse_event", "wrong_kind", "read_meta", "settle_object", "kr_store_put")
 PARTS = ("sizes", "sync", "idle", "wakeups", "throughput", "callgrind", "gzip", "sidecar")
 IDLE_BOOKMARK_S = 15
 PAYLOAD = 1024
@@ -330,12 +334,23 @@ class Bench:
 
     # ------------------------------------------------------------ set-up
 
-    def prerequisites(self):
+    def prerequisites(self, parts=PARTS):
         """Checks what the bench runs and installs the Node.js client (npm)."""
         missing = []
         for path in (self.a.kreflect, self.a.kreflect_10k, self.a.kreflect + ".unstripped"):
-            if not os.access(path, os.X_OK):
+            if not os.access(path, os.X_OK) and (path != self.a.kreflect_10k or "gzip" in parts
+                                                 or set(parts) - {"callgrind"}):
                 missing.append("%s (make build/kreflect relist-variant)" % path)
+        if set(parts) <= {"callgrind"}:
+            # kreflect alone under valgrind: no peer is run
+            for tool in ("valgrind", "callgrind_annotate"):
+                if shutil.which(tool) is None:
+                    missing.append(tool)
+            if missing:
+                fail_setup("bench: missing: %s" % ", ".join(missing))
+            self.clients = {"kreflect": kreflect_client("kreflect", "kreflect", self.a.kreflect)}
+            self.results["versions"] = {}
+            return
         for tool in ("node", "npm", "openssl", "strace", "valgrind", "callgrind_annotate"):
             if shutil.which(tool) is None:
                 missing.append(tool)
@@ -803,10 +818,15 @@ class Bench:
                 totals[count] = self.callgrind_once(srv, binary, mode, count)
             srv.stop()
             per = (totals[2 * n]["Ir"] - totals[n]["Ir"]) / n
+            ps = {fn: (totals[2 * n]["parse_store"].get(fn, 0) - totals[n]["parse_store"].get(fn, 0)) / n
+                  for fn in PARSE_STORE}
             res[mode] = {"Ir": {str(k): v["Ir"] for k, v in totals.items()}, "per_event": per,
+                         "parse_store": sum(ps.values()), "parse_store_functions": ps,
                          "profile": self.profile_diff(totals[n]["functions"], totals[2 * n]["functions"], n)}
-            log("callgrind %-5s: %d instructions with %d events, %d with %d: %.0f per event"
-                % (mode, totals[n]["Ir"], n, totals[2 * n]["Ir"], 2 * n, per))
+            log("callgrind %-5s: %d instructions with %d events, %d with %d: %.0f per event, "
+                "%.0f of them parse+store (%s)"
+                % (mode, totals[n]["Ir"], n, totals[2 * n]["Ir"], 2 * n, per, sum(ps.values()),
+                   ", ".join("%s %.0f" % kv for kv in ps.items())))
         self.results["callgrind"] = res
 
     def callgrind_once(self, srv, binary, mode, count):
@@ -853,7 +873,16 @@ class Bench:
                 funcs[fn] = funcs.get(fn, 0) + int(m.group(1).replace(",", ""))
         if total is None:
             raise BenchError("no totals in %s" % path)
-        return {"Ir": total, "functions": funcs}
+        # Inclusive costs of the parse+store steps (PARSE_STORE), whatever suffix LTO gave them.
+        r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", path],
+                           capture_output=True, text=True)
+        ps = {}
+        for line in r.stdout.splitlines():
+            m = re.match(r"\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(\S+?):(\S+)(?: \[.*\])?$", line)
+            if m and m.group(3).split(".")[0] in PARSE_STORE:
+                fn = m.group(3).split(".")[0]
+                ps[fn] = ps.get(fn, 0) + int(m.group(1).replace(",", ""))
+        return {"Ir": total, "functions": funcs, "parse_store": ps}
 
     @staticmethod
     def profile_diff(f1, f2, n, top=12):
@@ -1204,6 +1233,10 @@ class Report:
         if cg:
             self.row("instructions per 1 KiB MODIFIED event, socket to store and jsonl (callgrind)",
                      "%s over TLS, %s plain" % (f_n(cg["tls"]["per_event"]), f_n(cg["plain"]["per_event"])), "", "")
+            if "parse_store" in cg["plain"]:
+                self.row("… of them parse+store: framed event bytes to the store (inclusive: %s)"
+                         % ", ".join(PARSE_STORE), "%s over TLS, %s plain"
+                         % (f_n(cg["tls"]["parse_store"]), f_n(cg["plain"]["parse_store"])), "", "")
         self.check_targets()
 
     def check_targets(self):
@@ -1375,7 +1408,7 @@ def main():
         ap.error("unknown part(s) %s; the parts: %s" % (", ".join(bad), ", ".join(PARTS)))
     a.out = os.path.abspath(a.out)
     b = Bench(a)
-    b.prerequisites()
+    b.prerequisites(parts)
     t0 = time.monotonic()
     status = 0
     try:

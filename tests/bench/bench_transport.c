@@ -22,7 +22,9 @@
  * "decoder only" stops after kr_http_resp_feed: it shows what the chunked
  * decoding costs by itself (it hands out spans of the input, so with large
  * chunks it hardly touches the bytes at all). "decoder+framer+kr_json_parse"
- * adds the tokenizer that reflector.c runs on every event, for scale.
+ * adds jsmn's tokenizer with its checks, which reflector.c ran on every event
+ * until kr_json_parse_sel; "decoder+framer+kr_json_parse_sel" the one it runs
+ * now (the same verdict, tokens only for the envelope and metadata).
  *
  * Before timing, one pass checks the pipeline: the number of objects framed,
  * their total length and an FNV-1a hash over all of them must equal what was
@@ -234,7 +236,8 @@ static void build_stream(unsigned long nevents, size_t span, struct expect *e)
 /*
  * Feeds the wire in READ_BYTES reads through the HTTP parser and the framer,
  * the way conn.c and reflector.c do (line mode, as for a watch; pipe_lines). hash: also FNV-1a every object (the check
- * pass); parse: also tokenize every object with kr_json_parse; frame 0: stop
+ * pass); parse: also tokenize every object with kr_json_parse (1) or with
+ * kr_json_parse_sel and the reflector's paths (2); frame 0: stop
  * after the HTTP parser (g->object_bytes then counts decoded body bytes).
  */
 /* Line mode, as the reflector frames a watch stream; 0 for the structure-only variant. */
@@ -293,7 +296,11 @@ static void run_pipeline(int hash, int parse, int frame, struct got *g)
 						if (hash)
 							g->hash = fnv1a(g->hash, out, f.len);
 						if (parse) {
-							int nt = kr_json_parse(out, f.len, toks, KR_JSON_TOKENS);
+							static const char *const paths[] = {
+								"object.metadata.annotations" };
+							int nt = parse == 1 ? kr_json_parse(out, f.len, toks, KR_JSON_TOKENS)
+									    : kr_json_parse_sel(out, f.len, toks, KR_JSON_TOKENS,
+												paths, 1);
 
 							if (nt <= 0) {
 								g->why = "kr_json_parse refused a framed event";
@@ -385,11 +392,12 @@ static void check(const struct got *g, const struct expect *e, int with_hash, co
 		     what, (unsigned long long)g->hash, (unsigned long long)e->hash);
 }
 
-enum { M_PIPE, M_DECODE, M_PARSE, M_MEMCHR, M_MEMCPY, M_NOLINES, M_N };
+enum { M_PIPE, M_DECODE, M_PARSE, M_MEMCHR, M_MEMCPY, M_NOLINES, M_SEL, M_N };
 
 static const char *const m_names[M_N] = {
 	"decoder+framer", "decoder only (no framer)", "decoder+framer+kr_json_parse",
 	"memchr (absent byte)", "memcpy (16 KiB reads)", "decoder+framer, no line mode",
+	"decoder+framer+kr_json_parse_sel",
 };
 
 static void measure(const char *name, unsigned long nevents, size_t span, int repeats)
@@ -426,6 +434,8 @@ static void measure(const char *name, unsigned long nevents, size_t span, int re
 				run_pipeline(0, 0, 0, &g);
 			else if (m == M_PARSE)
 				run_pipeline(0, 1, 1, &g);
+			else if (m == M_SEL)
+				run_pipeline(0, 2, 1, &g);
 			else if (m == M_NOLINES) {
 				pipe_lines = 0;
 				run_pipeline(0, 0, 1, &g);
@@ -435,7 +445,7 @@ static void measure(const char *name, unsigned long nevents, size_t span, int re
 			else
 				run_memcpy();
 			t[m][k] = now_s() - t0;
-			if (m == M_PIPE || m == M_PARSE || m == M_NOLINES)
+			if (m == M_PIPE || m == M_PARSE || m == M_NOLINES || m == M_SEL)
 				check(&g, &e, 0, name);
 			else if (m == M_DECODE && (g.why || g.object_bytes != body_bytes))
 				fail("%s: decoder alone gave %llu body bytes, generated %llu (%s)", name,
@@ -473,9 +483,14 @@ static void measure(const char *name, unsigned long nevents, size_t span, int re
 	printf("  ratio decoder+framer in line mode : structure only = %.3f : 1 (time; median of %d "
 	       "paired rounds)\n", median(pair_cpy, repeats), repeats);
 	printf("  cost: decoder+framer %.2f ns/byte, memchr %.3f ns/byte, "
-	       "kr_json_parse adds %.0f ns/event\n",
+	       "kr_json_parse adds %.0f ns/event, kr_json_parse_sel %.0f\n",
 	       med[M_PIPE] * 1e9 / (double)wire_len, med[M_MEMCHR] * 1e9 / (double)wire_len,
-	       (med[M_PARSE] - med[M_PIPE]) * 1e9 / (double)e.events);
+	       (med[M_PARSE] - med[M_PIPE]) * 1e9 / (double)e.events,
+	       (med[M_SEL] - med[M_PIPE]) * 1e9 / (double)e.events);
+	for (k = 0; k < repeats; k++)
+		pair_cpy[k] = t[M_PARSE][k] / t[M_SEL][k];
+	printf("  ratio decoder+framer+kr_json_parse_sel : decoder+framer+kr_json_parse = %.2f : 1 "
+	       "(throughput; median of %d paired rounds)\n", median(pair_cpy, repeats), repeats);
 }
 
 static unsigned long arg_num(const char *s, unsigned long lo, unsigned long hi, const char *flag)

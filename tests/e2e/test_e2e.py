@@ -1185,23 +1185,26 @@ def t_big_configmap(s):
 @scenario("ObjectsTooLargeToHold", 6)
 def t_too_large_to_hold(s):
     """Objects kreflect cannot hold (larger than max-object, or more JSON
-    tokens than it can parse) are "present but not held": never printed, and a
-    held object that grows past the limit leaves the output with a DELETED
-    (the store dropped it), so its later deletion or return stays consistent."""
+    tokens in their metadata than it can parse) are "present but not held":
+    never printed, and a held object that grows past the limit leaves the
+    output with a DELETED (the store dropped it), so its later deletion or
+    return stays consistent. As many keys in data (checked, not tokenized)
+    are held."""
     s.server()
     big = "x" * (CAPACITY["max-object"] + 1000)
     many = {"k%05d" % i: "v" for i in range(CAPACITY["json-tokens"])}
     s.create("a")
     s.create("b")
     s.create("huge", {"big": big})
-    s.create("many", many)
+    s.create("many", {"k": "many"}, annotations=many)
+    s.create("wide", many)
     kr = s.kreflect("--watch-list", "off")
     syn = kr.wait_synced()[0]
-    check(syn["count"] == 4, "SYNCED %s: expected 4 objects (2 not held)" % syn)
+    check(syn["count"] == 5, "SYNCED %s: expected 5 objects (2 not held)" % syn)
     m, _ = kr.mirror()
-    check(sorted(m) == ["default/a", "default/b"], "mirrored %s" % sorted(m))
+    check(sorted(m) == ["default/a", "default/b", "default/wide"], "mirrored %s" % sorted(m))
     s.update("a", {"big": big})                   # grows too large: leaves the output
-    s.update("b", many)                           # too many tokens: leaves the output
+    s.update("b", {"k": "b"}, annotations=many)   # too many tokens: leaves the output
     kr.wait_event("DELETED", "a")
     kr.wait_event("DELETED", "b")
     s.delete("b")                                 # already gone from the output: nothing
@@ -1219,10 +1222,10 @@ def t_too_large_to_hold(s):
     err = kr.stderr()
     for n in ("default/a", "default/b", "default/huge", "default/many"):
         check("%s (" % n in err and "present but not held" in err, "stderr does not report %s as not held" % n)
-    # A fresh list agrees: 3 objects, "a" not held.
+    # A fresh list agrees: 4 objects, "a" not held.
     kr2 = s.kreflect("--watch-list", "off", "--once")
     check(kr2.wait_exit(15) == 0, "--once exited %s" % kr2.rc)
-    check(kr2.synced()[0]["count"] == 3 and s.mirror_rvs(kr2) == want,
+    check(kr2.synced()[0]["count"] == 4 and s.mirror_rvs(kr2) == want,
           "--once: SYNCED %s, mirror %s" % (kr2.synced(), s.mirror_rvs(kr2)))
     s.settle()
     expect_requests(s.reqs(), [L(rv="0", limit=500), W(ANY, status="open"), L(rv="0", limit=500)])

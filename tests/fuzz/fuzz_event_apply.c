@@ -50,15 +50,21 @@ static struct ref_key *ref_find(const char *key)
 	return NULL;
 }
 
-/* 1 if string member path of o is present and unescapes into out[0..size), 0 if absent, -1 if not. */
+/*
+ * 1 if string member path of o is present and unescapes into out[0..size),
+ * 2 if it does but holds a \u0000, 0 if absent, -1 if it does not fit.
+ */
 static int ref_string(const char *json, int n, int o, const char *path, char *out, size_t size)
 {
-	int v = kr_json_find(json, toks, n, o, path);
+	int v = kr_json_find(json, toks, n, o, path), r;
 
 	out[0] = '\0';
 	if (v < 0)
 		return 0;
-	return kr_json_unescape(json, &toks[v], out, size) < 0 ? -1 : 1;
+	r = kr_json_unescape(json, &toks[v], out, size);
+	if (r < 0)
+		return -1;
+	return (size_t)r != strlen(out) ? 2 : 1;
 }
 
 /*
@@ -91,11 +97,12 @@ static int ref_event(const char *json, size_t len)
 	if (strcmp(type, "BOOKMARK") == 0)
 		return 1;
 	md = kr_json_find(json, toks, n, o, "metadata");
+	/* A namespace or name holding \u0000 names no object (the key is a C string). */
 	if (md < 0 || toks[md].type != KR_JSON_T_OBJECT ||
 	    ref_string(json, n, md, "resourceVersion", rv, sizeof(rv)) < 0 ||
 	    ref_string(json, n, md, "uid", uid, sizeof(uid)) < 0 ||
-	    ref_string(json, n, md, "namespace", nspace, sizeof(nspace)) < 0 ||
-	    ref_string(json, n, md, "name", name, sizeof(name)) <= 0 || !name[0])
+	    (v = ref_string(json, n, md, "namespace", nspace, sizeof(nspace))) < 0 || v == 2 ||
+	    ref_string(json, n, md, "name", name, sizeof(name)) != 1 || !name[0])
 		return 1;
 	if (nspace[0] && strlen(nspace) + 1 + strlen(name) >= KR_KEY_MAX)
 		return 1;

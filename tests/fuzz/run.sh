@@ -21,7 +21,7 @@ shift
 dicts_for() {
 	case "$1" in
 	http_head | chunked) echo http ;;
-	object_framer | items_framer | json_parse | event_apply) echo json ;;
+	object_framer | items_framer | json_parse | json_sel | event_apply) echo json ;;
 	watch_path) echo http json watch_path ;;
 	discovery) echo json discovery ;;
 	*) [ -f "tests/fuzz/$1.dict" ] && echo "$1" ;;
