@@ -68,10 +68,12 @@ static void xor16(unsigned char *d, const unsigned char *a, const unsigned char 
 /* The AES round keys mbedtls_aes_setkey_enc() made. Its software schedule and its
  * AES-NI one lay out the same bytes on a little-endian CPU (the FIPS-197 order that
  * AESENC and AESE take); the known-answer tests of both paths check it. */
+#if defined(KR_GCM_X86) || defined(KR_GCM_ARMV8)
 static const unsigned char *round_keys(const mbedtls_gcm_context *ctx)
 {
 	return (const unsigned char *)(ctx->aes.MBEDTLS_PRIVATE(buf) + ctx->aes.MBEDTLS_PRIVATE(rk_offset));
 }
+#endif
 
 /* ---------------------------------------------------------------- portable */
 
