@@ -346,6 +346,10 @@ $(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c config/mbedtls_config.h $(MBEDTLS_O
 	@echo "  CC      $@"
 	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -I$(MBEDTLS_DIR)/library $(MBEDTLS_CFLAGS) -c -o $@ $<
 
+# ChaCha20-Poly1305 is the record cipher where the CPU has no AES instructions
+# (armv7): at -Os its quarter round stays a call per step (tests/bench/aead.sh).
+$(MBEDTLS_O)/chacha20.o $(MBEDTLS_O)/poly1305.o: MBEDTLS_CFLAGS += -O2
+
 $(MBEDTLS_O)/kr_gcm.o: port/crypto/gcm.c port/crypto/gcm_alt.h config/mbedtls_config.h $(MBEDTLS_O)/flags.stamp $(MBEDTLS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
@@ -519,6 +523,7 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 
 # --- measurements: benchmarks, malloc count, relist memory ---------------------------------
 #
+#   make bench-aead       instructions per KiB of TLS record decryption, every target (tests/bench/aead.sh)
 #   make bench-transport  chunked decoding + object framing vs memchr/memcpy (tests/bench/)
 #   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
 #   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
@@ -537,8 +542,16 @@ MALLOC_BIN := $(O)/kreflect-malloc
 RELIST_DIR := build/x86_64-relist
 RELIST_CAPS := -DKR_MAX_OBJECTS=16384 -DKR_ARENA_BYTES=33554432u
 
-.PHONY: bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench \
+.PHONY: bench-aead bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench \
 	bench bench-packages bench-restart
+
+# Instructions per KiB of TLS record decryption on every target: AES-GCM on the
+# CPU's path and the portable one, ChaCha20-Poly1305 (tests/bench/aead.sh).
+bench-aead: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 build/x86_64/bench/bench_aead
+	$(Q)+$(SUBMAKE) TARGET=aarch64 build/aarch64/bench/bench_aead
+	$(Q)+$(SUBMAKE) TARGET=armv7 build/armv7/bench/bench_aead
+	$(Q)sh tests/bench/aead.sh
 
 bench-transport: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bench
@@ -582,6 +595,7 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
 	$(Q)python3 tests/bench/restart.py
+	$(Q)+$(MAKE) --no-print-directory bench-aead
 
 # Warm restart from --state-dir against a cold start, and the flash a snapshot costs
 # (tests/bench/restart.py; build/bench/restart.{md,json}).
