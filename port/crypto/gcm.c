@@ -269,12 +269,32 @@ static KR_X86 void x86_ctr(mbedtls_gcm_context *ctx, const unsigned char *p, uns
 		ctr = c3;
 		__m128i b0 = _mm_xor_si128(x86_rev(c0), rk[0]), b1 = _mm_xor_si128(x86_rev(c1), rk[0]);
 		__m128i b2 = _mm_xor_si128(x86_rev(c2), rk[0]), b3 = _mm_xor_si128(x86_rev(c3), rk[0]);
-		for (int r = 1; r < nr; r++) {
-			b0 = _mm_aesenc_si128(b0, rk[r]);
-			b1 = _mm_aesenc_si128(b1, rk[r]);
-			b2 = _mm_aesenc_si128(b2, rk[r]);
-			b3 = _mm_aesenc_si128(b3, rk[r]);
+		/* Rounds written out (10, 12 or 14): no loop counter between them. */
+#define KR_X86_ROUND(r)                              \
+	do {                                         \
+		b0 = _mm_aesenc_si128(b0, rk[r]);    \
+		b1 = _mm_aesenc_si128(b1, rk[r]);    \
+		b2 = _mm_aesenc_si128(b2, rk[r]);    \
+		b3 = _mm_aesenc_si128(b3, rk[r]);    \
+	} while (0)
+		KR_X86_ROUND(1);
+		KR_X86_ROUND(2);
+		KR_X86_ROUND(3);
+		KR_X86_ROUND(4);
+		KR_X86_ROUND(5);
+		KR_X86_ROUND(6);
+		KR_X86_ROUND(7);
+		KR_X86_ROUND(8);
+		KR_X86_ROUND(9);
+		if (nr > 10) {
+			KR_X86_ROUND(10);
+			KR_X86_ROUND(11);
 		}
+		if (nr > 12) {
+			KR_X86_ROUND(12);
+			KR_X86_ROUND(13);
+		}
+#undef KR_X86_ROUND
 		_mm_storeu_si128(out, _mm_xor_si128(_mm_aesenclast_si128(b0, rk[nr]), _mm_loadu_si128(in)));
 		_mm_storeu_si128(out + 1, _mm_xor_si128(_mm_aesenclast_si128(b1, rk[nr]), _mm_loadu_si128(in + 1)));
 		_mm_storeu_si128(out + 2, _mm_xor_si128(_mm_aesenclast_si128(b2, rk[nr]), _mm_loadu_si128(in + 2)));
