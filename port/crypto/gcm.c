@@ -455,12 +455,32 @@ static void armv8_ctr(mbedtls_gcm_context *ctx, const unsigned char *in, unsigne
 		uint8x16_t b1 = vreinterpretq_u8_u64(armv8_rev(vreinterpretq_u64_u32(c1)));
 		uint8x16_t b2 = vreinterpretq_u8_u64(armv8_rev(vreinterpretq_u64_u32(c2)));
 		uint8x16_t b3 = vreinterpretq_u8_u64(armv8_rev(vreinterpretq_u64_u32(c3)));
-		for (int r = 0; r < nr - 1; r++) {
-			b0 = vaesmcq_u8(vaeseq_u8(b0, rk[r]));
-			b1 = vaesmcq_u8(vaeseq_u8(b1, rk[r]));
-			b2 = vaesmcq_u8(vaeseq_u8(b2, rk[r]));
-			b3 = vaesmcq_u8(vaeseq_u8(b3, rk[r]));
+		/* Rounds written out (10, 12 or 14): no loop counter between them. */
+#define KR_ARMV8_ROUND(r)                                  \
+	do {                                               \
+		b0 = vaesmcq_u8(vaeseq_u8(b0, rk[r]));     \
+		b1 = vaesmcq_u8(vaeseq_u8(b1, rk[r]));     \
+		b2 = vaesmcq_u8(vaeseq_u8(b2, rk[r]));     \
+		b3 = vaesmcq_u8(vaeseq_u8(b3, rk[r]));     \
+	} while (0)
+		KR_ARMV8_ROUND(0);
+		KR_ARMV8_ROUND(1);
+		KR_ARMV8_ROUND(2);
+		KR_ARMV8_ROUND(3);
+		KR_ARMV8_ROUND(4);
+		KR_ARMV8_ROUND(5);
+		KR_ARMV8_ROUND(6);
+		KR_ARMV8_ROUND(7);
+		KR_ARMV8_ROUND(8);
+		if (nr > 10) {
+			KR_ARMV8_ROUND(9);
+			KR_ARMV8_ROUND(10);
 		}
+		if (nr > 12) {
+			KR_ARMV8_ROUND(11);
+			KR_ARMV8_ROUND(12);
+		}
+#undef KR_ARMV8_ROUND
 		vst1q_u8(out, veorq_u8(veorq_u8(vaeseq_u8(b0, rk[nr - 1]), rk[nr]), vld1q_u8(in)));
 		vst1q_u8(out + 16, veorq_u8(veorq_u8(vaeseq_u8(b1, rk[nr - 1]), rk[nr]), vld1q_u8(in + 16)));
 		vst1q_u8(out + 32, veorq_u8(veorq_u8(vaeseq_u8(b2, rk[nr - 1]), rk[nr]), vld1q_u8(in + 32)));
