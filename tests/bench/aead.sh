@@ -13,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 n=${1:-16}
-shift 2>/dev/null
+[ $# -gt 0 ] && shift
 targets=${*:-x86_64 aarch64 armv7}
 
 count() { # target mode records -> instructions
