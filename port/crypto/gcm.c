@@ -25,7 +25,8 @@
 #include "mbedtls/gcm.h"
 #include "mbedtls/platform_util.h"
 
-#if defined(MBEDTLS_GCM_ALT)
+/* A build profile without GCM (MBEDTLS_GCM_C off) gets none of this. */
+#if defined(MBEDTLS_GCM_ALT) && defined(MBEDTLS_GCM_C)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KR_GCM_X86 1
@@ -793,4 +794,4 @@ int mbedtls_gcm_auth_decrypt(mbedtls_gcm_context *ctx, size_t length, const unsi
 	return ret;
 }
 
-#endif /* MBEDTLS_GCM_ALT */
+#endif /* MBEDTLS_GCM_ALT && MBEDTLS_GCM_C */
