@@ -107,7 +107,8 @@ STRIP := $(CROSS_COMPILE)strip
 SIZE := $(CROSS_COMPILE)size
 
 MBEDTLS_CPPFLAGS := -isystem $(MBEDTLS_DIR)/include \
-	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/$(MBEDTLS_CONFIG)"'
+	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/$(MBEDTLS_CONFIG)"' \
+	-I$(CURDIR)/port/crypto
 # No unwind tables: C needs none, and they are a tenth of the binary.
 OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables
 # Link-time optimisation for the shipped binary (x86_64 -20 KB; kreflect and
@@ -366,6 +367,9 @@ $(O)/obj/%.o: %.c $(O)/flags.stamp $(MBEDTLS_CONFIG) | $(MBEDTLS_STAMP) $(JSMN_H
 
 MBEDTLS_C := $(notdir $(wildcard $(MBEDTLS_DIR)/library/*.c))
 MBEDTLS_OBJ := $(patsubst %.c,$(MBEDTLS_O)/%.o,$(MBEDTLS_C))
+# Our AES-GCM behind MBEDTLS_GCM_ALT (port/crypto/gcm.c): it defines mbedTLS's
+# mbedtls_gcm_* functions, so it goes into mbedTLS's archive, with our warnings.
+MBEDTLS_OBJ += $(MBEDTLS_O)/kr_gcm.o
 MBEDTLS_FLAGS_LINE := $(CC) $(MBEDTLS_CPPFLAGS) $(MBEDTLS_CFLAGS)
 $(MBEDTLS_O)/flags.stamp: FORCE
 	@mkdir -p $(@D)
@@ -380,6 +384,15 @@ $(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c $(MBEDTLS_CONFIG) $(MBEDTLS_O)/flag
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -I$(MBEDTLS_DIR)/library $(MBEDTLS_CFLAGS) -c -o $@ $<
+
+# ChaCha20-Poly1305 is the record cipher where the CPU has no AES instructions
+# (armv7): at -Os its quarter round stays a call per step (tests/bench/aead.sh).
+$(MBEDTLS_O)/chacha20.o $(MBEDTLS_O)/poly1305.o: MBEDTLS_CFLAGS += -O2
+
+$(MBEDTLS_O)/kr_gcm.o: port/crypto/gcm.c port/crypto/gcm_alt.h $(MBEDTLS_CONFIG) $(MBEDTLS_O)/flags.stamp $(MBEDTLS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -D_POSIX_C_SOURCE=200809L $(filter-out -w,$(MBEDTLS_CFLAGS)) -std=c11 $(WARN) -c -o $@ $<
 
 # --- fetching dependencies ----------------------------------------------------------------
 
@@ -496,6 +509,8 @@ lint:
 	$(Q)cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	  --inline-suppr -Iconfig -Iport -Isrc -DKR_TARGET='"lint"' \
 	  --suppress=missingIncludeSystem src port/$(PORT) port/common
+	$(Q)cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
+	  --inline-suppr -Iport/crypto -DMBEDTLS_GCM_ALT --suppress=missingIncludeSystem port/crypto
 	@echo "lint: no banned calls, no heap calls, cppcheck clean"
 
 # Sizes of the default and the tiny build of every target, then where the bytes
@@ -563,6 +578,7 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 
 # --- measurements: benchmarks, malloc count, relist memory ---------------------------------
 #
+#   make bench-aead       instructions per KiB of TLS record decryption, every target (tests/bench/aead.sh)
 #   make bench-transport  chunked decoding + object framing vs memchr/memcpy (tests/bench/)
 #   make test-malloc      proves no malloc/free after start-up (tests/malloc/run.sh)
 #   make bench-relist     RSS of a 10,000-object relist (tests/bench/relist_rss.sh)
@@ -583,8 +599,16 @@ MALLOC_BIN := $(O)/kreflect-malloc
 RELIST_DIR := build/x86_64-relist
 RELIST_CAPS := -DKR_MAX_OBJECTS=16384 -DKR_ARENA_BYTES=33554432u
 
-.PHONY: bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench \
+.PHONY: bench-aead bench-transport test-malloc malloc-variant bench-relist relist-variant target-bench \
 	bench bench-packages bench-restart
+
+# Instructions per KiB of TLS record decryption on every target: AES-GCM on the
+# CPU's path and the portable one, ChaCha20-Poly1305 (tests/bench/aead.sh).
+bench-aead: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 build/x86_64/bench/bench_aead
+	$(Q)+$(SUBMAKE) TARGET=aarch64 build/aarch64/bench/bench_aead
+	$(Q)+$(SUBMAKE) TARGET=armv7 build/armv7/bench/bench_aead
+	$(Q)sh tests/bench/aead.sh
 
 bench-transport: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-bench
@@ -628,6 +652,7 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
 	$(Q)python3 tests/bench/restart.py
+	$(Q)+$(MAKE) --no-print-directory bench-aead
 
 # Warm restart from --state-dir against a cold start, and the flash a snapshot costs
 # (tests/bench/restart.py; build/bench/restart.{md,json}).

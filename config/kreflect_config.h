@@ -287,6 +287,23 @@
 #if KR_STORE_RESERVE * 2 > KR_ARENA_BYTES
 #error "KR_STORE_RESERVE must be at most half of KR_ARENA_BYTES"
 #endif
+/* --- TLS cipher-suite order (branch crypto) ----------------------------------- */
+/*
+ * The AEAD the client lists first; servers that honour a client's choice of AEAD
+ * pick it (Go's crypto/tls, so kube-apiserver, when the client puts ChaCha20
+ * first; OpenSSL with SSL_OP_PRIORITIZE_CHACHA). mbedTLS's own default puts
+ * ChaCha20-Poly1305 first on every CPU.
+ * 0: chosen at start-up: AES-GCM where the CPU has AES instructions
+ *    (kr_port_cpu_has_aes), ChaCha20-Poly1305 where it has not (armv7);
+ * 1: AES-GCM first; 2: ChaCha20-Poly1305 first.
+ */
+#ifndef KR_TLS_AEAD_FIRST
+#define KR_TLS_AEAD_FIRST 0
+#endif
+#if KR_TLS_AEAD_FIRST < 0 || KR_TLS_AEAD_FIRST > 2
+#error "KR_TLS_AEAD_FIRST must be 0 (by CPU), 1 (AES-GCM) or 2 (ChaCha20-Poly1305)"
+#endif
+
 #if KR_SUPERVISE_ARGS < 1
 #error "KR_SUPERVISE_ARGS must be at least 1: the program itself"
 #endif

@@ -60,6 +60,16 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
  * 1 KiB watch event over TLS (make bench, callgrind). */
 #define MBEDTLS_AESNI_C
 #define MBEDTLS_GCM_C
+/* --- kreflect's AES-GCM (branch crypto) -------------------------------------
+ * mbedTLS 3.6's GCM multiplies one block at a time in GHASH even with PCLMULQDQ
+ * and calls its cipher layer per counter block: about 60,000 instructions per
+ * 1 KiB watch event. port/crypto/gcm.c (context type in port/crypto/gcm_alt.h,
+ * found through -Iport/crypto) replaces all of library/gcm.c: four blocks per
+ * GHASH reduction and four AES blocks at a time with AES-NI + PCLMULQDQ (x86_64)
+ * or AESE + PMULL (aarch64), checked at run time, and a portable path elsewhere
+ * (KREFLECT_GCM_SOFTWARE=1 forces it). Figures in the README ("AES-GCM"). */
+#define MBEDTLS_GCM_ALT
+/* --- end of kreflect's AES-GCM --------------------------------------------- */
 #define MBEDTLS_CHACHA20_C
 #define MBEDTLS_POLY1305_C
 #define MBEDTLS_CHACHAPOLY_C

@@ -378,4 +378,10 @@ int kr_port_kill(int pid, int sig);
 /* The number of a signal name ("HUP", "SIGHUP", "1"), or -1. */
 int kr_port_signal_number(const char *name);
 
+/* --- CPU (port/common/cpu.c) ------------------------------------------------- */
+
+/* 1 if the CPU has the AES and carry-less multiply instructions that
+ * port/crypto/gcm.c's hardware AES-GCM uses (x86_64, aarch64), else 0. */
+int kr_port_cpu_has_aes(void);
+
 #endif /* KR_PORT_H */

@@ -292,6 +292,42 @@ static int fail(char *err, size_t errlen, const char *what, int code)
 	return KR_EINVAL;
 }
 
+/* The AEADs in the order the client offers them (KR_TLS_AEAD_FIRST): AES-GCM is
+ * cheapest with AES instructions (port/crypto/gcm.c), ChaCha20-Poly1305 without. */
+static const int aes_first[] = {
+	MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
+	MBEDTLS_TLS1_3_AES_256_GCM_SHA384,
+	MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	0,
+};
+static const int chacha_first[] = {
+	MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
+	MBEDTLS_TLS1_3_AES_256_GCM_SHA384,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	0,
+};
+
+static const int *aead_order(void)
+{
+	if (KR_TLS_AEAD_FIRST == 1)
+		return aes_first;
+	if (KR_TLS_AEAD_FIRST == 2)
+		return chacha_first;
+	return kr_port_cpu_has_aes() ? aes_first : chacha_first;
+}
+
 int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 		     char *err, size_t errlen)
 {
@@ -312,6 +348,7 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 #endif
 	mbedtls_ssl_conf_max_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_3);
 	mbedtls_ssl_conf_sig_algs(&ctx->conf, sig_algs);
+	mbedtls_ssl_conf_ciphersuites(&ctx->conf, aead_order());
 
 	ctx->insecure = opts->insecure_skip_verify;
 	if (opts->ca_len > 0) {

@@ -170,6 +170,14 @@ tcase tls12-ecdhe-ecdsa-chacha20 ok:ECDHE-ECDSA-WITH-CHACHA20-POLY1305 -tls1_2 -
 	-cert $c/server-ec.crt -key $c/server-ec.key -- --ca $c/ca.crt
 tcase tls12-ecdhe-ecdsa-aes256-gcm ok:AES-256-GCM -tls1_2 -cipher ECDHE-ECDSA-AES256-GCM-SHA384 \
 	-cert $c/server-ec.crt -key $c/server-ec.key -- --ca $c/ca.crt
+# The client's AEAD order (src/tls.c, KR_TLS_PREFER_CHACHA): ChaCha20-Poly1305 first on
+# armv7 (no AES instructions), AES-GCM first elsewhere. The server keeps its own order
+# unless the client's first choice is ChaCha20, as Go's crypto/tls (kube-apiserver) does.
+case $target in armv7) aead13=TLS1-3-CHACHA20 aead12=CHACHA20 ;; *) aead13=TLS1-3-AES aead12=AES-256-GCM ;; esac
+tcase tls13-client-aead-order ok:$aead13 -tls1_3 -serverpref -prioritize_chacha \
+	-cert $c/server-ec.crt -key $c/server-ec.key -- --ca $c/ca.crt
+tcase tls12-client-aead-order ok:ECDHE-ECDSA-WITH-$aead12 -tls1_2 -serverpref -prioritize_chacha \
+	-cert $c/server-ec.crt -key $c/server-ec.key -- --ca $c/ca.crt
 tcase dns-name-localhost ok -cert $c/server-ec.crt -key $c/server-ec.key -- --ca $c/ca.crt --name localhost
 tcase client-cert-ec-pkcs8 ok -tls1_3 -Verify 1 -CAfile $c/ca.crt -cert $c/server-ec.crt -key $c/server-ec.key \
 	-- --ca $c/ca.crt --cert $c/client-ec.crt --key $c/client-ec.key
