@@ -1021,7 +1021,7 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
 	}
-	if (o.dir.path) {
+	if (KR_WITH_DIR && o.dir.path) {
 		/* The batch's files in place before the loop sleeps and before any timer (a hook). */
 		kr_loop_before_poll(loop, kr_dirsink_flush, &dirsink);
 		kr_loop_before_timers(loop, kr_dirsink_flush, &dirsink);
@@ -1066,7 +1066,7 @@ int main(int argc, char **argv)
 	}
 	restored_warnings();
 	kr_client_stop(client);                /* closes the endpoint, writes the last snapshot */
-	if (o.dir.path)
+	if (KR_WITH_DIR && o.dir.path)
 		kr_dirsink_close(&dirsink);    /* the last batch of files in place */
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
