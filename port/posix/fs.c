@@ -113,12 +113,14 @@ int kr_port_fs_mkdir(const char *path, unsigned mode)
 	return 0;
 }
 
-int kr_port_fs_open_read(const char *path)
+/* Opens path (relative to dirfd) with flags, for a regular file only; never follows a last link. */
+static int open_regular(int dirfd, const char *path, int flags)
 {
 	struct stat s;
-	/* O_NONBLOCK: opening a fifo must not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	int fd;
 
+	/* O_NONBLOCK: opening a fifo must not wait for the other end. */
+	fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		if (errno == ELOOP) {
 			fs_errno = errno;
@@ -137,6 +139,11 @@ int kr_port_fs_open_read(const char *path)
 		return KR_EINVAL;
 	}
 	return fd;
+}
+
+int kr_port_fs_open_read(const char *path)
+{
+	return open_regular(AT_FDCWD, path, O_RDONLY);
 }
 
 long kr_port_fs_read(int fd, void *buf, size_t len)
@@ -177,27 +184,7 @@ int kr_port_fs_create(const char *path, unsigned mode)
 
 int kr_port_fs_open_append(const char *path)
 {
-	struct stat s;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-
-	if (fd < 0) {
-		if (errno == ELOOP) {
-			fs_errno = errno;
-			return KR_EINVAL;
-		}
-		return fail(KR_ENOENT);
-	}
-	if (fstat(fd, &s) != 0) {
-		fs_errno = errno;
-		close(fd);
-		return KR_EIO;
-	}
-	if (!S_ISREG(s.st_mode)) {
-		fs_errno = EINVAL;
-		close(fd);
-		return KR_EINVAL;
-	}
-	return fd;
+	return open_regular(AT_FDCWD, path, O_WRONLY | O_APPEND);
 }
 
 int kr_port_fs_write(int fd, const void *buf, size_t len)
@@ -370,34 +357,12 @@ int kr_port_fs_mkdir_at(int dirfd, const char *name, unsigned mode)
 	return 0;
 }
 
-/* Opens name in dirfd with flags, for a regular file only. */
+/* Opens name (one name: no '/') in dirfd with flags, for a regular file only. */
 static int open_regular_at(int dirfd, const char *name, int flags)
 {
-	struct stat s;
-	int fd;
-
 	if (!one_name(name))
 		return KR_EINVAL;
-	/* O_NONBLOCK: opening a fifo must not wait for the other end. */
-	fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		if (errno == ELOOP) {
-			fs_errno = errno;
-			return KR_EINVAL;
-		}
-		return fail(KR_ENOENT);
-	}
-	if (fstat(fd, &s) != 0) {
-		fs_errno = errno;
-		close(fd);
-		return KR_EIO;
-	}
-	if (!S_ISREG(s.st_mode)) {
-		fs_errno = S_ISDIR(s.st_mode) ? EISDIR : EINVAL;
-		close(fd);
-		return KR_EINVAL;
-	}
-	return fd;
+	return open_regular(dirfd, name, flags);
 }
 
 int kr_port_fs_open_read_at(int dirfd, const char *name)
