@@ -251,6 +251,9 @@
 #ifndef KR_WITH_DNS
 #define KR_WITH_DNS 1          /* host names (musl's resolver, 20 KB); without: IP addresses only */
 #endif
+#ifndef KR_WITH_GZIP
+#define KR_WITH_GZIP 1         /* gzip LIST bodies (the inflater: a 32 KiB window); without: plain */
+#endif
 #ifndef KR_WITH_FULL_HELP
 #define KR_WITH_FULL_HELP 1    /* --help's full text (15 KB); without: a short one */
 #endif

@@ -112,7 +112,7 @@ void kr_config_init(struct kr_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->watch_list = KR_WL_AUTO;
 	cfg->log_level = 1;
-	cfg->gzip = 1;
+	cfg->gzip = KR_WITH_GZIP;          /* a build without the inflater lists plain */
 	cfg->state_dir = KR_STATE_DIR_DEFAULT;
 	cfg->max_stale_s = -1;
 }
@@ -826,6 +826,9 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 
 		kr_reflect_add_sink(&c->top, &sink);
 	}
+	if (c->cfg.gzip && !KR_WITH_GZIP)
+		return fail(err, errlen, KR_ENOTSUP, "unable to ask for gzip lists: the inflater is not built "
+			    "into this kreflect");
 	if (c->cfg.state_dir && *c->cfg.state_dir && !KR_WITH_STATE)
 		return fail(err, errlen, KR_ENOTSUP, "unable to use the state directory %.80s: it is not built "
 			    "into this kreflect", c->cfg.state_dir);

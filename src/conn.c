@@ -459,7 +459,7 @@ static int check_coding(struct kr_conn *c)
 	c->inflating = 0;
 	if (c->resp.content_encoding == KR_HTTP_CE_IDENTITY)
 		return 0;
-	if (c->resp.content_encoding == KR_HTTP_CE_GZIP && c->req.inflate) {
+	if (KR_WITH_GZIP && c->resp.content_encoding == KR_HTTP_CE_GZIP && c->req.inflate) {
 		kr_inflate_reset(c->req.inflate);
 		c->inflating = 1;
 		return 0;
@@ -492,7 +492,7 @@ static long give(struct kr_conn *c, const char *data, size_t len, int *stopped)
 	long took;
 
 	*stopped = 0;
-	if (!c->inflating) {
+	if (!KR_WITH_GZIP || !c->inflating) {  /* without the inflater, the code below goes */
 		took = c->req.on_body(c->req.arg, data, len);
 		if (took < 0 || gen != c->gen) {
 			abandoned(c, gen);

@@ -253,7 +253,7 @@ static void print_version(void)
 		{ KR_WITH_LISTEN, "listen" }, { KR_WITH_SIDECAR, "sidecar" }, { KR_WITH_STATE, "state" },
 		{ KR_WITH_PROXY, "proxy" }, { KR_WITH_DISCOVERY, "discovery" }, { KR_WITH_HOOKS, "hooks" },
 		{ KR_WITH_DIR, "dir" }, { KR_WITH_KUBECONFIG, "kubeconfig" }, { KR_WITH_DNS, "dns" },
-		{ KR_WITH_FULL_HELP, "full_help" },
+		{ KR_WITH_FULL_HELP, "full_help" }, { KR_WITH_GZIP, "gzip" },
 	};
 	size_t i, out = 0;
 
@@ -787,7 +787,8 @@ static int features_check(const struct options *o)
 		: !KR_WITH_HOOKS && o->notify.exec ? "--exec"
 		: !KR_WITH_HOOKS && o->notify.signal ? "--signal"
 		: !KR_WITH_HOOKS && o->http_post ? "--http-post"
-		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM" : NULL;
+		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM"
+		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on" : NULL;
 
 	if (flag)
 		return usage_error("unable to use %s: it is not built into this kreflect (a smaller build)",

@@ -1182,6 +1182,10 @@ static struct kr_inflate *list_gzip(struct kr_reflector *r)
 	struct kr_reflector *u = top->gzip_user;
 
 	r->gzip_list = 0;
+#if !KR_WITH_GZIP
+	(void)u;
+	return NULL;
+#else
 	if (!top->opts.gzip || top->gzip_broken ||
 	    (u && u != r && u->gzip_list && u->conn.have_request))
 		return NULL;
@@ -1189,6 +1193,18 @@ static struct kr_inflate *list_gzip(struct kr_reflector *r)
 	r->gzip_list = 1;
 	kr_inflate_reset(&top->gz);
 	return &top->gz;
+#endif
+}
+
+/* What the inflater said of a gzip list that failed, or NULL. */
+static const char *gzip_error(const struct kr_reflect *top)
+{
+#if KR_WITH_GZIP
+	return top->gz.error;
+#else
+	(void)top;
+	return NULL;
+#endif
 }
 
 static void end_list(struct kr_reflector *r, int err, const char *reason)
@@ -1200,12 +1216,12 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 	 * which a corrupt body can do before its CRC is reached): the relist,
 	 * and every list after it, goes plain, and checks what this one left.
 	 */
-	if (err != 0 && r->gzip_list && (r->top->gz.error || r->stream_error) && !r->top->gzip_broken) {
+	if (err != 0 && r->gzip_list && (gzip_error(r->top) || r->stream_error) && !r->top->gzip_broken) {
 		r->top->gzip_broken = 1;
 		r->list_verify = 1;
 		kr_log(KR_LOG_WARN, "%s: unable to inflate the gzip list: %s; listing without gzip "
 		       "from now on", r->res.name,
-		       r->top->gz.error ? r->top->gz.error : "it decoded to malformed JSON");
+		       gzip_error(r->top) ? gzip_error(r->top) : "it decoded to malformed JSON");
 	}
 
 	if (again_after_move(r, again_list_page))
@@ -1713,7 +1729,9 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 	top->refl = refl;
 	top->nrefl = n;
 	kr_rand_seed(&top->rand, 0);
+#if KR_WITH_GZIP
 	kr_inflate_init(&top->gz, KR_INFLATE_MAX_OUTPUT, KR_INFLATE_MAX_RATIO);
+#endif
 	kr_cadence_init(&top->cadence, opts->idle_default_ms);
 	for (i = 0; i < n; i++) {
 		struct kr_reflector *r = &refl[i];

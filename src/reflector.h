@@ -183,7 +183,9 @@ struct kr_reflect {
 	int gzip_broken;               /* a gzip list failed to inflate: no more gzip (remembered) */
 	struct kr_reflector *gzip_user; /* the reflector whose list uses gz */
 	/* One inflater for all: one gzip list at a time, the others list plain. */
+#if KR_WITH_GZIP
 	struct kr_inflate gz;
+#endif
 	struct kr_cadence cadence;     /* this server's bookmark cadence: kr_cadence_get/set */
 	struct kr_reflector *tail_user; /* the last to name the store's free tail */
 	struct kr_rand rand;

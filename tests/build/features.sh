@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 t=${1:-x86_64}
-features="listen sidecar state proxy discovery hooks dir kubeconfig dns full_help"
+features="listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip"
 make --no-print-directory TARGET=$t target-bin >/dev/null || exit 1
 case $t in x86_64) sz=size ;; aarch64) sz=aarch64-linux-gnu-size ;; *) sz=arm-linux-gnueabihf-size ;; esac
 base=$(stat -c %s build/$t/kreflect)
