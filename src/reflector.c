@@ -377,6 +377,16 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
 		break;
 	case KR_STORE_MODIFIED:
+		if (r->list_verify && r->phase == KR_PH_LIST) {
+			/*
+			 * The copy held may be the broken gzip list's, whose resourceVersion
+			 * itself may be corrupt (newer than the server's): as a repair, the
+			 * sinks drop it and take the server's, never a MODIFIED going back.
+			 */
+			emit_view(r, KR_EV_DELETED, &old);
+			emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+			break;
+		}
 		emit(r, KR_EV_MODIFIED, m->key, m->rv, r->scratch, objlen, 0);
 		break;
 	case KR_STORE_REPLACED:
