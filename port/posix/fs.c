@@ -160,10 +160,11 @@ long kr_port_fs_read(int fd, void *buf, size_t len)
 	}
 }
 
-int kr_port_fs_create(const char *path, unsigned mode)
+/* Creates path (relative to dirfd) as a new file with exactly mode; never follows a link. */
+static int create_file(int dirfd, const char *path, unsigned mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-		      (mode_t)mode);
+	int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+			(mode_t)mode);
 
 	if (fd < 0) {
 		if (errno == EEXIST) {
@@ -176,10 +177,15 @@ int kr_port_fs_create(const char *path, unsigned mode)
 	if (fchmod(fd, (mode_t)mode) != 0) {
 		fs_errno = errno;
 		close(fd);
-		unlink(path);
+		unlinkat(dirfd, path, 0);
 		return KR_EIO;
 	}
 	return fd;
+}
+
+int kr_port_fs_create(const char *path, unsigned mode)
+{
+	return create_file(AT_FDCWD, path, mode);
 }
 
 int kr_port_fs_open_append(const char *path)
@@ -377,26 +383,9 @@ int kr_port_fs_open_append_at(int dirfd, const char *name)
 
 int kr_port_fs_create_at(int dirfd, const char *name, unsigned mode)
 {
-	int fd;
-
 	if (!one_name(name))
 		return KR_EINVAL;
-	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
-		    (mode_t)mode);
-	if (fd < 0) {
-		if (errno == EEXIST) {
-			fs_errno = errno;
-			return KR_EINVAL;
-		}
-		return fail(KR_ENOENT);
-	}
-	if (fchmod(fd, (mode_t)mode) != 0) {
-		fs_errno = errno;
-		close(fd);
-		unlinkat(dirfd, name, 0);
-		return KR_EIO;
-	}
-	return fd;
+	return create_file(dirfd, name, mode);
 }
 
 int kr_port_fs_rename_at(int fromfd, const char *from, int tofd, const char *to)
