@@ -17,7 +17,9 @@ target=${1:-x86_64}
 kr_pick_binary "$target"
 # The reader runs on the build machine whatever the target.
 mkdir -p build/test "build/test/files-$target"
-cc -O2 -Wall -Wextra -Werror -o build/test/files-reader tests/files/reader.c ||
+# Built aside and renamed in: the other lane of tests/run.sh may be running it.
+cc -O2 -Wall -Wextra -Werror -o "build/test/files-reader.$$" tests/files/reader.c &&
+	mv -f "build/test/files-reader.$$" build/test/files-reader ||
 	kr_setup_fail "cannot build tests/files/reader.c"
 # The harness names its artifacts directory after the binary's directory:
 # the binary is reached through build/test/files-TARGET/kreflect, a link (or

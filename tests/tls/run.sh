@@ -92,7 +92,13 @@ EOF
 	cd - >/dev/null || exit 1
 	rm -rf "$certs" && mv "$certs.tmp" "$certs"
 }
-[ -f "$certs/client-rsa-pkcs1.key" ] || make_certs
+# The lanes of tests/run.sh run this for two targets at once: one makes the
+# certificates while the other waits, and neither sees a half-made directory.
+mkdir -p build/test || exit 1
+{
+	flock 9 || exit 1
+	[ -f "$certs/client-rsa-pkcs1.key" ] || make_certs
+} 9>build/test/tls-certs.lock
 
 # case NAME EXPECT(ok|fail:PATTERN) SERVER-ARGS -- PROBE-ARGS
 server_pid=""
