@@ -115,7 +115,8 @@ struct kr_config {
 	int watch_idle_timeout_s;      /* a silent watch before the bookmark cadence is known; 0: default */
 	int watch_timeout_s;           /* timeoutSeconds asked of the server, in [s, 2s); 0: 300 */
 	int keep_managed_fields;       /* 1: keep metadata.managedFields */
-	int gzip;                      /* 1 (default): ask for gzip LIST bodies (watches never) */
+	int gzip;                      /* 1: ask for gzip LIST bodies (watches never); default
+					  1, or 0 in a build WITHOUT=gzip (KR_ENOTSUP if set) */
 	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */
 	int log_level;                 /* -1 none, 0 warnings, 1 info (default), 2 debug, 3 trace */
 

@@ -54,7 +54,8 @@ KR_TEST(loop, cancelled_and_moved_timers)
 	kr_loop_timer_at(&loop, &b, now + 40);      /* re-arming moves, not duplicates */
 	check(loop.ntimers == 1);
 	kr_loop_once(&loop, 20);
-	check(norder == 0);
+	/* Not before it is due; a loaded machine may make it due by now. */
+	check(norder == 0 || kr_port_now_ms() >= now + 40);
 	while (norder < 1)
 		kr_loop_once(&loop, 1000);
 	check(norder == 1 && order[0] == 2);
