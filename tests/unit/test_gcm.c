@@ -11,11 +11,8 @@
 #include <string.h>
 
 #include "mbedtls/gcm.h"
+#include "port.h"
 #include "test.h"
-
-#if defined(__aarch64__) && defined(__linux__)
-#include <sys/auxv.h>
-#endif
 
 /* A build profile without AES-GCM has nothing here to test. */
 #if defined(MBEDTLS_GCM_C) && defined(MBEDTLS_GCM_ALT)
@@ -105,21 +102,6 @@ static int key(mbedtls_gcm_context *g, const struct bytes *k, int software)
 	return r;
 }
 
-/* Whether this machine should get the hardware path (what gcm.c checks). */
-static int hardware_expected(void)
-{
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("aes") &&
-	       __builtin_cpu_supports("ssse3");
-#elif defined(__aarch64__) && defined(__linux__)
-	unsigned long hw = getauxval(AT_HWCAP);
-	return (hw & (1ul << 3)) && (hw & (1ul << 4));
-#else
-	return 0;
-#endif
-}
-
 KR_TEST(gcm, path_is_the_hardware_one_where_the_cpu_has_it)
 {
 	mbedtls_gcm_context g;
@@ -131,7 +113,8 @@ KR_TEST(gcm, path_is_the_hardware_one_where_the_cpu_has_it)
 	check(g.path == KR_GCM_PATH_PORTABLE);
 	mbedtls_gcm_free(&g);
 	printf("gcm: hardware path %s on this CPU\n", hw != KR_GCM_PATH_PORTABLE ? "in use" : "not available");
-	check((hw != KR_GCM_PATH_PORTABLE) == hardware_expected());
+	/* gcm.c and the cipher order (port/common/cpu.c) must agree on the CPU. */
+	check((hw != KR_GCM_PATH_PORTABLE) == kr_port_cpu_has_aes());
 	return 0;
 }
 
