@@ -132,7 +132,8 @@ void kr_store_init(struct kr_store *s, char *arena, size_t arena_size, struct kr
  * (after room for a record header) and *cap bytes usable there, leaving
  * KR_STORE_TAIL_ROOM after them for the record's strings. First compacts when the
  * tail could not hold a `want`-byte object plus the reserve and compaction would
- * let it. Returns NULL with *cap = 0 when the tail has not even that much room.
+ * let it, or when the dead bytes are as many as the held ones (and at least the
+ * reserve): the arena's touched pages stay near twice the bytes held. Returns NULL with *cap = 0 when the tail has not even that much room.
  * Valid until the next scratch call or put; every earlier view becomes invalid.
  */
 char *kr_store_scratch(struct kr_store *s, size_t want, size_t *cap);

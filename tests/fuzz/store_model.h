@@ -7,7 +7,8 @@
  * of the arena's bump tail and garbage, computed from the documented record
  * size (KR_STORE_RECORD_SIZE) and the documented rules for holding an object
  * (it must leave `reserve` bytes free) and for compacting (kr_store_scratch,
- * when the tail is short and the garbage would make it long enough). After
+ * when the tail is short and the garbage would make it long enough, or when
+ * the garbage is at least the bytes held and at least the reserve). After
  * every step it predicts the exact return code and checks the entry it
  * touched; every m->verify_every steps (1 unless changed after sm_init) it
  * checks every counter, the tail, every entry's view byte for byte and the
@@ -567,14 +568,16 @@ static int sm_step(struct sm *m, struct sm_rd *r)
 		break;
 	}
 	case 8: {  /* scratch */
-		size_t want = (size_t)sm_rd16(r) % (SM_ARENA_MAX + 1), cap = 1, need, room;
+		size_t want = (size_t)sm_rd16(r) % (SM_ARENA_MAX + 1), cap = 1, need, room, held;
 		char *p;
 
 		if (sm_rd8(r) & 1)
 			want %= 2048;
 		room = m->size - m->used;
 		need = want + KR_STORE_HDR + KR_STORE_TAIL_ROOM + m->p.reserve;
-		if (room < need && m->garbage && room + m->garbage >= need) {
+		held = m->used - m->garbage;
+		if (m->garbage && ((room < need && room + m->garbage >= need) ||
+				   m->garbage >= (held > m->p.reserve ? held : m->p.reserve))) {
 			m->used -= m->garbage;
 			m->garbage = 0;
 			m->compactions++;
