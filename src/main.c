@@ -392,7 +392,7 @@ static unsigned long long parse_bytes(const char *s)
 
 	if (!s || *s < '0' || *s > '9')
 		return 0;
-	v = strtoull(s, &end, 10);
+	v = (unsigned long long)kr_strtoll(s, &end, 10);
 	if (*end == 'K' || *end == 'k')
 		mul = 1024ull;
 	else if (*end == 'M' || *end == 'm')
@@ -531,9 +531,9 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 		} else if ((v = value_of(argc, argv, &i, "--file-mode", NULL)) ||
 			   (v = value_of(argc, argv, &i, "--secret-file-mode", NULL))) {
 			char *end;
-			unsigned long mode = strtoul(v, &end, 8);
+			long long mode = kr_strtoll(v, &end, 8);
 
-			if (!*v || *end || mode > 07777)
+			if (!*v || *end || mode < 0 || mode > 07777)
 				return usage_error("%s must be an octal mode like 0640, not '%s'", a, v);
 			if (strncmp(a, "--file-mode", 11) == 0)
 				o->dir.file_mode = (unsigned)mode;
