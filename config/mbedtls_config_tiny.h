@@ -28,13 +28,13 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 #define MBEDTLS_PLATFORM_SNPRINTF_MACRO kr_snprintf
 #define MBEDTLS_MEMORY_BUFFER_ALLOC_C
 #define MBEDTLS_MEMORY_ALIGN_MULTIPLE 16
-#define MBEDTLS_NO_PLATFORM_ENTROPY
-#define MBEDTLS_ENTROPY_HARDWARE_ALT
 #define MBEDTLS_DEPRECATED_REMOVED
 #define MBEDTLS_X509_REMOVE_INFO
 #define MBEDTLS_PLATFORM_GMTIME_R_ALT
 
-#define MBEDTLS_ENTROPY_C
+/* Random numbers straight from the kernel (getrandom, src/tls.c), as PSA's
+ * external generator: no entropy pool and no DRBG in the binary. */
+#define MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG
 
 #define MBEDTLS_PSA_CRYPTO_C            /* TLS 1.3 in 3.6 needs it */
 /* No MBEDTLS_USE_PSA_CRYPTO: X.509 and PK call the crypto directly (10 KB less). */
@@ -45,17 +45,14 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
  * One AEAD. Where the CPU has AES instructions (x86_64 AES-NI, aarch64's crypto
  * extension) AES-128-GCM, the suite every TLS 1.3 server must offer. On armv7
  * (no AES instructions) ChaCha20-Poly1305: 2,796 bytes of text less than
- * software AES-GCM there (README "Sizes"), and no table lookups; the random
- * generator is then HMAC_DRBG, since CTR_DRBG needs AES. kube-apiserver (Go)
+ * software AES-GCM there (README "Sizes"), and no table lookups. kube-apiserver (Go)
  * always offers TLS_CHACHA20_POLY1305_SHA256 with TLS 1.3.
  */
 #if defined(__arm__)
 #define MBEDTLS_CHACHA20_C
 #define MBEDTLS_POLY1305_C
 #define MBEDTLS_CHACHAPOLY_C
-#define MBEDTLS_HMAC_DRBG_C
 #else
-#define MBEDTLS_CTR_DRBG_C
 #define MBEDTLS_AES_C
 #define MBEDTLS_AES_ROM_TABLES
 #define MBEDTLS_AES_FEWER_TABLES

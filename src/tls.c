@@ -35,6 +35,16 @@ int mbedtls_hardware_poll(void *data, unsigned char *output, size_t len, size_t 
 	return kr_port_entropy(data, output, len, olen);
 }
 
+#if defined(MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG)
+/* PROFILE=tiny: the kernel's generator serves PSA directly, without mbedTLS's DRBG. */
+psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *context,
+					     uint8_t *output, size_t output_size, size_t *output_length)
+{
+	return kr_port_entropy(context, output, output_size, output_length) == 0
+		       ? PSA_SUCCESS : PSA_ERROR_INSUFFICIENT_ENTROPY;
+}
+#endif
+
 int kr_tls_global_init(void)
 {
 	static int started;
