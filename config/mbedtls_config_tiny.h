@@ -38,7 +38,8 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 
 #define MBEDTLS_PSA_CRYPTO_C            /* TLS 1.3 in 3.6 needs it */
 /* No MBEDTLS_USE_PSA_CRYPTO: X.509 and PK call the crypto directly (10 KB less). */
-#define MBEDTLS_PSA_KEY_STORE_DYNAMIC
+/* A fixed key store: a handshake holds a few keys at a time. */
+#define MBEDTLS_PSA_KEY_SLOT_COUNT 16
 #define MBEDTLS_PSA_ASSUME_EXCLUSIVE_BUFFERS
 
 /*
