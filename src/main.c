@@ -552,7 +552,8 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--signal must be SIG:PID or SIG:@PIDFILE, not '%s'", v);
 			memcpy(name, v, nl);
 			name[nl] = '\0';
-			o->notify.signal = kr_port_signal_number(name);
+			/* Without hooks the flag is refused by name below: no signal table needed. */
+			o->notify.signal = KR_WITH_HOOKS ? kr_port_signal_number(name) : 1;
 			if (o->notify.signal <= 0)
 				return usage_error("--signal: unknown signal '%s'", name);
 			if (colon[1] == '@' && colon[2]) {
@@ -569,7 +570,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--http-post needs a URL%s", "");
 			o->http_post = v;
 		} else if ((v = value_of(argc, argv, &i, "--child-signal", NULL))) {
-			o->sup.child_signal = kr_port_signal_number(v);
+			o->sup.child_signal = KR_WITH_HOOKS ? kr_port_signal_number(v) : 1;
 			if (o->sup.child_signal <= 0)
 				return usage_error("--child-signal: unknown signal '%s'", v);
 			o->sup_flag = "--child-signal";
