@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "fmt.h"
 #include "kreflect.h"
+#include "kreflect_config.h"
 #include "port.h"
 
 #include <arpa/inet.h>
