@@ -89,9 +89,12 @@ PROFILE_DIR := -tiny
 # build, whose archives (make lib) may go into a user's PIE program.
 PROFILE_CFLAGS := -fno-pie
 PROFILE_LDFLAGS := -no-pie
-# kreflect's own code at -Oz (x86_64 text -1,360): for ~100 objects its speed
+# kreflect's own code at -Oz on x86_64 (text -1,360): for ~100 objects its speed
 # does not matter; mbedTLS stays at -Os, so handshakes and records do not slow.
+# Not on ARM, where -Oz made the text larger (aarch64 +448, armv7 +108 bytes).
+ifeq ($(TARGET),x86_64)
 PROFILE_KR_CFLAGS := -Oz
+endif
 else ifneq ($(PROFILE),)
 $(error unknown PROFILE=$(PROFILE): use tiny, or none for the full build)
 else ifneq ($(strip $(WITHOUT)),)
