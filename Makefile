@@ -73,7 +73,7 @@ endif
 # Smaller builds (README "Sizes"). WITHOUT="listen sidecar state proxy discovery
 # hooks dir kubeconfig dns full_help gzip" leaves those features out (config/kreflect_config.h's
 # KR_WITH_*: their flags then say "not built in"); PROFILE=tiny is the gateway build:
-# TLS 1.3 only with ECDSA P-256, X25519 and AES-128-GCM (config/mbedtls_config_tiny.h),
+# TLS 1.3 only with ECDSA P-256, X25519 and one AEAD (config/mbedtls_config_tiny.h),
 # the compile-time resource table only, none of those features (flags or in-cluster
 # instead of a kubeconfig, IP addresses instead of names, a short --help), capacities for ~100 objects (config/tiny.h).
 # Each gets its own build directory, mbedTLS included: build/<target>-tiny/.
