@@ -362,6 +362,14 @@ $(O)/fuzz/%: $(O)/obj/tests/fuzz/fuzz_%.o $(OBJ) $(MBEDTLS_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS_$*) -fsanitize=fuzzer -o $@ $^
 
+# The long --help as gzip bytes (src/help.c expands it; README "Sizes"): main.c's
+# text through the preprocessor, for the capacities it names, then python3.
+$(O)/gen/usage_gz.h: src/main.c tests/tools/help_gz.py $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -DKR_HELP_EXTRACT -E src/main.c | python3 tests/tools/help_gz.py > $@.tmp && mv -f $@.tmp $@
+$(MAIN_OBJ): $(O)/gen/usage_gz.h
+$(MAIN_OBJ): CPPFLAGS += -I$(O)/gen
+
 # A change of compiler or flags rebuilds everything of that target.
 FLAGS_LINE := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
 $(O)/flags.stamp: FORCE

@@ -52,7 +52,20 @@ static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
 
-#if KR_WITH_FULL_HELP
+/*
+ * With the inflater built in, the long text below is compiled as gzip bytes
+ * instead (7 KB less): the Makefile runs this file through the preprocessor
+ * with KR_HELP_EXTRACT and tests/tools/help_gz.py makes usage_gz.h of it.
+ */
+#if KR_WITH_FULL_HELP && KR_WITH_GZIP && !defined(KR_HELP_EXTRACT)
+#define KR_HELP_GZ 1
+#include "help.h"
+#include "usage_gz.h"
+#else
+#define KR_HELP_GZ 0
+#endif
+
+#if KR_WITH_FULL_HELP && !KR_HELP_GZ
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...] [-- PROGRAM [ARGS ...]]\n"
 	"\n"
@@ -215,7 +228,7 @@ static const char usage[] =
 	"  2  usage or configuration error (the message names the flag)\n"
 	"  supervisor mode: PROGRAM's exit code (128+N if signal N ended it); 126 if PROGRAM\n"
 	"  could not be run, 127 if it was not found\n";
-#else
+#elif !KR_WITH_FULL_HELP
 /* A smaller build (README "Sizes"): the full text is 15 KB; the README has it. */
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...]\n"
@@ -910,9 +923,17 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], "--print-budget") == 0)
 			budget = 1;
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+#if KR_HELP_GZ
+			if (kr_help_write(1, kr_usage_gz, sizeof(kr_usage_gz), KR_USAGE_LEN) != 0) {
+				kr_dprintf(2, "kreflect: unable to write the help text: %s\n",
+					   "its compressed copy is damaged, or the output failed");
+				return EXIT_FATAL;
+			}
+#else
 			struct kr_iov iov = { usage, sizeof(usage) - 1 };
 
 			kr_port_writev_all(1, &iov, 1);
+#endif
 			return 0;
 		}
 	}

@@ -42,6 +42,18 @@ for t in x86_64 aarch64 armv7; do
 	$q "$b" --no-such-flag >/dev/null 2>&1
 	rc=$?
 	if [ $rc -eq 2 ]; then ok "$t: unknown flag exits 2"; else bad "$t: unknown flag exited $rc"; fi
+	# The long --help is stored compressed: it must come out whole (src/help.c).
+	h=build/$t/gen/usage_gz.h
+	if [ -f "$h" ]; then
+		want=$(sed -n 's/^#define KR_USAGE_LEN \([0-9]*\)u$/\1/p' "$h")
+		got=$($q "$b" --help | wc -c)
+		first=$($q "$b" --help | head -1)
+		if [ "$got" = "$want" ] && [ "${first#usage: kreflect}" != "$first" ]; then
+			ok "$t: --help expands to its $want bytes"
+		else
+			bad "$t: --help gave $got bytes (want $want), first line '$first'"
+		fi
+	fi
 done
 
 # make test builds the tiny profile for x86_64 and armv7; aarch64's is checked when built (make size).
