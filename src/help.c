@@ -4,15 +4,19 @@
 #include "kreflect.h"
 #include "port.h"
 
-int kr_help_write(int fd, const unsigned char *gz, size_t gzlen, size_t textlen)
+size_t kr_help_mem(void)
 {
-	/* The decoder (its 32 KiB window) is reserved only when --help asks: at
-	 * start-up, like the client's memory, and the process ends after it. */
-	struct kr_inflate *z = kr_port_reserve(sizeof(*z));
+	return sizeof(struct kr_inflate);
+}
+
+int kr_help_write(int fd, const unsigned char *gz, size_t gzlen, size_t textlen, void *mem,
+		  size_t memlen)
+{
+	struct kr_inflate *z = mem;
 	size_t off = 0, total = 0;
 
-	if (!z)
-		return KR_EIO;
+	if (!z || memlen < sizeof(*z))
+		return KR_ENOSPC;
 	kr_inflate_init(z, textlen, 0);
 	for (;;) {
 		const char *out;

@@ -7,11 +7,16 @@
 
 #include <stddef.h>
 
+/* Bytes of caller-owned memory kr_help_write needs for its decoder (about 40 KB). */
+size_t kr_help_mem(void);
+
 /*
- * Writes the text that gz[0..gzlen) decodes to onto fd. Returns 0, or
- * KR_EIO (no memory for the decoder, or the write failed) or KR_EPROTO (the
- * data does not decode to exactly textlen bytes).
+ * Writes the text that gz[0..gzlen) decodes to onto fd, decoding in
+ * mem[0..memlen) (aligned for any type). Returns 0, or KR_ENOSPC (memlen
+ * below kr_help_mem()), KR_EIO (the write failed) or KR_EPROTO (the data does
+ * not decode to exactly textlen bytes).
  */
-int kr_help_write(int fd, const unsigned char *gz, size_t gzlen, size_t textlen);
+int kr_help_write(int fd, const unsigned char *gz, size_t gzlen, size_t textlen, void *mem,
+		  size_t memlen);
 
 #endif /* KR_HELP_H */

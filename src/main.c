@@ -924,7 +924,12 @@ int main(int argc, char **argv)
 			budget = 1;
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 #if KR_HELP_GZ
-			if (kr_help_write(1, kr_usage_gz, sizeof(kr_usage_gz), KR_USAGE_LEN) != 0) {
+			/* The decoder (its 32 KiB window) is reserved only when --help asks,
+			 * at start-up like the client's memory; the process ends after it. */
+			void *mem = kr_port_reserve(kr_help_mem());
+
+			if (kr_help_write(1, kr_usage_gz, sizeof(kr_usage_gz), KR_USAGE_LEN, mem,
+					  kr_help_mem()) != 0) {
 				kr_dprintf(2, "kreflect: unable to write the help text: %s\n",
 					   "its compressed copy is damaged, or the output failed");
 				return EXIT_FATAL;

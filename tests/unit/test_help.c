@@ -17,6 +17,8 @@ static const unsigned char gz[] = {
 	0x46, 0xdc, 0x9c, 0x2a, 0x00, 0x00, 0x00,
 };
 
+static unsigned char mem[64 * 1024] __attribute__((aligned(16)));
+
 /* Runs kr_help_write into a pipe; returns its result, the text read back in out. */
 static int run(const unsigned char *data, size_t len, size_t textlen, char *out, size_t cap, size_t *got)
 {
@@ -25,7 +27,7 @@ static int run(const unsigned char *data, size_t len, size_t textlen, char *out,
 
 	if (pipe(p) != 0)
 		return 99;
-	r = kr_help_write(p[1], data, len, textlen);
+	r = kr_help_write(p[1], data, len, textlen, mem, sizeof(mem));
 	close(p[1]);
 	*got = 0;
 	while ((n = read(p[0], out + *got, cap - *got)) > 0)
@@ -57,5 +59,7 @@ KR_TEST(help, damaged_or_mismatched_data_is_an_error)
 	check(run(gz, sizeof(gz), 41, out, sizeof(out), &got) == KR_EPROTO);       /* longer than said */
 	check(got <= 41);
 	check(run(gz, sizeof(gz), 43, out, sizeof(out), &got) == KR_EPROTO);       /* shorter than said */
+	check(kr_help_mem() <= sizeof(mem));
+	check(kr_help_write(1, gz, sizeof(gz), 42, mem, kr_help_mem() - 1) == KR_ENOSPC);
 	return 0;
 }
