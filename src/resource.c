@@ -47,13 +47,12 @@ static const struct builtin builtins[] = {
  * kr_resource_defaults() copies the rows into zeroed memory instead.
  */
 struct default_row {
-	const char *group, *version, *plural, *kind;
-	int namespaced;
+	struct builtin b;              /* no short name */
 	const char *ns, *label_selector, *field_selector;
 	unsigned arena_share;
 };
 
-#define KR_RESOURCE(g, v, p, k, nsd, ns, ls, fs, share) { g, v, p, k, nsd, ns, ls, fs, share },
+#define KR_RESOURCE(g, v, p, k, nsd, ns, ls, fs, share) { { g, v, p, k, "", nsd }, ns, ls, fs, share },
 static const struct default_row rows[] = {
 #ifdef KR_RESOURCES_FILE
 #include KR_RESOURCES_FILE
@@ -86,30 +85,6 @@ void kr_resource_set_name(struct kr_resource *r)
 		kr_snprintf(r->name, sizeof(r->name), "%s", r->plural);
 }
 
-const struct kr_resource *kr_resource_defaults(size_t *n)
-{
-	size_t i;
-
-	*n = sizeof(defaults) / sizeof(defaults[0]);
-	for (i = 0; i < *n; i++) {
-		const struct default_row *w = &rows[i];
-		struct kr_resource *r = &defaults[i];
-
-		memset(r, 0, sizeof(*r));
-		kr_snprintf(r->group, sizeof(r->group), "%s", w->group);
-		kr_snprintf(r->version, sizeof(r->version), "%s", w->version);
-		kr_snprintf(r->plural, sizeof(r->plural), "%s", w->plural);
-		kr_snprintf(r->kind, sizeof(r->kind), "%s", w->kind);
-		r->namespaced = w->namespaced;
-		kr_snprintf(r->ns, sizeof(r->ns), "%s", w->ns);
-		kr_snprintf(r->label_selector, sizeof(r->label_selector), "%s", w->label_selector);
-		kr_snprintf(r->field_selector, sizeof(r->field_selector), "%s", w->field_selector);
-		r->arena_share = w->arena_share;
-		kr_resource_set_name(r);
-	}
-	return defaults;
-}
-
 static void fill(struct kr_resource *out, const struct builtin *b)
 {
 	memset(out, 0, sizeof(*out));
@@ -120,6 +95,24 @@ static void fill(struct kr_resource *out, const struct builtin *b)
 	out->namespaced = b->namespaced;
 	out->arena_share = 100;
 	kr_resource_set_name(out);
+}
+
+const struct kr_resource *kr_resource_defaults(size_t *n)
+{
+	size_t i;
+
+	*n = sizeof(defaults) / sizeof(defaults[0]);
+	for (i = 0; i < *n; i++) {
+		const struct default_row *w = &rows[i];
+		struct kr_resource *r = &defaults[i];
+
+		fill(r, &w->b);
+		kr_snprintf(r->ns, sizeof(r->ns), "%s", w->ns);
+		kr_snprintf(r->label_selector, sizeof(r->label_selector), "%s", w->label_selector);
+		kr_snprintf(r->field_selector, sizeof(r->field_selector), "%s", w->field_selector);
+		r->arena_share = w->arena_share;
+	}
+	return defaults;
 }
 
 /* Matches a name against plural, kind (any case) or short name. */
