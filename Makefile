@@ -73,7 +73,7 @@ endif
 # Smaller builds (README "Sizes"). WITHOUT="listen sidecar state proxy discovery
 # hooks dir kubeconfig dns full_help gzip" leaves those features out (config/kreflect_config.h's
 # KR_WITH_*: their flags then say "not built in"); PROFILE=tiny is the gateway build:
-# TLS 1.3 only with ECDSA P-256, X25519 and AES-128-GCM (config/mbedtls_config_tiny.h),
+# TLS 1.3 only with ECDSA P-256, X25519 and one AEAD (config/mbedtls_config_tiny.h),
 # the compile-time resource table only, none of those features (flags or in-cluster
 # instead of a kubeconfig, IP addresses instead of names, a short --help), capacities for ~100 objects (config/tiny.h).
 # Each gets its own build directory, mbedTLS included: build/<target>-tiny/.
@@ -83,6 +83,18 @@ WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_he
 MBEDTLS_CONFIG := config/mbedtls_config_tiny.h
 PROFILE_CPPFLAGS := -DKR_USER_CONFIG='"$(CURDIR)/config/tiny.h"'
 PROFILE_DIR := -tiny
+# Position-dependent code: the static binary is loaded at a fixed address
+# anyway (ELF type EXEC), and constant tables of pointers then stay in .rodata
+# instead of a relocated .data.rel.ro (x86_64 -4 KB). Not for the default
+# build, whose archives (make lib) may go into a user's PIE program.
+PROFILE_CFLAGS := -fno-pie
+PROFILE_LDFLAGS := -no-pie
+# kreflect's own code at -Oz on x86_64 (text -1,360): for ~100 objects its speed
+# does not matter; mbedTLS stays at -Os, so handshakes and records do not slow.
+# Not on ARM, where -Oz made the text larger (aarch64 +448, armv7 +108 bytes).
+ifeq ($(TARGET),x86_64)
+PROFILE_KR_CFLAGS := -Oz
+endif
 else ifneq ($(PROFILE),)
 $(error unknown PROFILE=$(PROFILE): use tiny, or none for the full build)
 else ifneq ($(strip $(WITHOUT)),)
@@ -142,12 +154,12 @@ endif
 CPPFLAGS := -Iconfig -Iport -Isrc -Ibuild/include $(MBEDTLS_CPPFLAGS) \
 	-D_POSIX_C_SOURCE=200809L -DKR_TARGET='"$(TARGET)"' \
 	-DKR_PORT_$(PORT)=1 $(RESOURCES_CPPFLAGS) $(PROFILE_CPPFLAGS) $(EXTRA_CPPFLAGS)
-CFLAGS := -std=c11 $(OPT) $(LTO) $(ARCH_FLAGS) $(HARDEN) $(WARN) -MMD -MP $(EXTRA_CFLAGS)
-LINK_FLAGS := $(LINK_STATIC) $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(EXTRA_LDFLAGS)
+CFLAGS := -std=c11 $(OPT) $(LTO) $(ARCH_FLAGS) $(HARDEN) $(PROFILE_CFLAGS) $(PROFILE_KR_CFLAGS) $(WARN) -MMD -MP $(EXTRA_CFLAGS)
+LINK_FLAGS := $(LINK_STATIC) $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(PROFILE_LDFLAGS) $(EXTRA_LDFLAGS)
 LDFLAGS := $(LINK_FLAGS) $(NO_LTO)
 
 # mbedTLS is third-party code: our warnings are not its warnings.
-MBEDTLS_CFLAGS := -std=c99 $(OPT) $(LTO) $(ARCH_FLAGS) $(HARDEN) -MMD -MP -w
+MBEDTLS_CFLAGS := -std=c99 $(OPT) $(LTO) $(ARCH_FLAGS) $(HARDEN) $(PROFILE_CFLAGS) -MMD -MP -w
 
 # --- sources ----------------------------------------------------------------------
 
@@ -350,6 +362,14 @@ $(O)/fuzz/%: $(O)/obj/tests/fuzz/fuzz_%.o $(OBJ) $(MBEDTLS_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS_$*) -fsanitize=fuzzer -o $@ $^
 
+# The long --help as gzip bytes (src/help.c expands it; README "Sizes"): main.c's
+# text through the preprocessor, for the capacities it names, then python3.
+$(O)/gen/usage_gz.h: src/main.c tests/tools/help_gz.py $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -DKR_HELP_EXTRACT -E src/main.c | python3 tests/tools/help_gz.py > $@.tmp && mv -f $@.tmp $@
+$(MAIN_OBJ): $(O)/gen/usage_gz.h
+$(MAIN_OBJ): CPPFLAGS += -I$(O)/gen
+
 # A change of compiler or flags rebuilds everything of that target.
 FLAGS_LINE := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
 $(O)/flags.stamp: FORCE
@@ -388,6 +408,14 @@ $(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c $(MBEDTLS_CONFIG) $(MBEDTLS_O)/flag
 # ChaCha20-Poly1305 is the record cipher where the CPU has no AES instructions
 # (armv7): at -Os its quarter round stays a call per step (tests/bench/aead.sh).
 $(MBEDTLS_O)/chacha20.o $(MBEDTLS_O)/poly1305.o: MBEDTLS_CFLAGS += -O2
+
+# The tiny build's GCM only encrypts (MBEDTLS_BLOCK_CIPHER_NO_DECRYPT): mbedTLS's
+# AES-NI inline assembly cannot leave out its decrypt rounds, its intrinsics can.
+# They run only after its CPU check, as the assembly did; every file that reads
+# aesni.h gets the flags, so that all agree on the 16-byte aligned round keys.
+ifeq ($(PROFILE)-$(TARGET),tiny-x86_64)
+$(MBEDTLS_O)/aesni.o $(MBEDTLS_O)/aes.o $(MBEDTLS_O)/gcm.o: MBEDTLS_CFLAGS += -maes -mpclmul
+endif
 
 $(MBEDTLS_O)/kr_gcm.o: port/crypto/gcm.c port/crypto/gcm_alt.h $(MBEDTLS_CONFIG) $(MBEDTLS_O)/flags.stamp $(MBEDTLS_STAMP)
 	@mkdir -p $(@D)

@@ -19,48 +19,51 @@
 #define MBEDTLS_HAVE_TIME_DATE
 #define MBEDTLS_PLATFORM_C
 #define MBEDTLS_PLATFORM_MEMORY
+/* No C library defaults: before src/tls.c hands mbedTLS its static heap, an
+ * allocation fails (mbedTLS's own NULL-returning calloc) instead of pulling in
+ * musl's allocator, 8 KB that nothing else in this build uses. */
+#define MBEDTLS_PLATFORM_NO_STD_FUNCTIONS
 #include <stddef.h>
 int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 #define MBEDTLS_PLATFORM_SNPRINTF_MACRO kr_snprintf
 #define MBEDTLS_MEMORY_BUFFER_ALLOC_C
 #define MBEDTLS_MEMORY_ALIGN_MULTIPLE 16
-#define MBEDTLS_NO_PLATFORM_ENTROPY
-#define MBEDTLS_ENTROPY_HARDWARE_ALT
 #define MBEDTLS_DEPRECATED_REMOVED
 #define MBEDTLS_X509_REMOVE_INFO
 #define MBEDTLS_PLATFORM_GMTIME_R_ALT
 
-#define MBEDTLS_ENTROPY_C
+/* Random numbers straight from the kernel (getrandom, src/tls.c), as PSA's
+ * external generator: no entropy pool and no DRBG in the binary. */
+#define MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG
 
 #define MBEDTLS_PSA_CRYPTO_C            /* TLS 1.3 in 3.6 needs it */
 /* No MBEDTLS_USE_PSA_CRYPTO: X.509 and PK call the crypto directly (10 KB less). */
-#define MBEDTLS_PSA_KEY_STORE_DYNAMIC
+/* A fixed key store: a handshake holds a few keys at a time. */
+#define MBEDTLS_PSA_KEY_SLOT_COUNT 16
 #define MBEDTLS_PSA_ASSUME_EXCLUSIVE_BUFFERS
 
 /*
- * One AEAD. Where the CPU has AES instructions (x86_64 AES-NI, aarch64's crypto
- * extension) AES-128-GCM, the suite every TLS 1.3 server must offer. On armv7
- * (no AES instructions) ChaCha20-Poly1305: 2,796 bytes of text less than
- * software AES-GCM there (README "Sizes"), and no table lookups; the random
- * generator is then HMAC_DRBG, since CTR_DRBG needs AES. kube-apiserver (Go)
- * always offers TLS_CHACHA20_POLY1305_SHA256 with TLS 1.3.
+ * One AEAD. On x86_64 AES-128-GCM, the suite every TLS 1.3 server must offer,
+ * through AES-NI (with a software fallback on CPUs without it). On armv7 and
+ * aarch64 ChaCha20-Poly1305: this build has no code for Arm's AES instructions
+ * (mbedTLS's AESCE is not in it), so AES would be software AES with table
+ * lookups; ChaCha20 needs none, and is 2,796 (armv7) and 2,192 (aarch64) bytes
+ * of text smaller (README "Sizes"). kube-apiserver (Go) always offers
+ * TLS_CHACHA20_POLY1305_SHA256 with TLS 1.3.
  */
-#if defined(__arm__)
+#if defined(__arm__) || defined(__aarch64__)
 #define MBEDTLS_CHACHA20_C
 #define MBEDTLS_POLY1305_C
 #define MBEDTLS_CHACHAPOLY_C
-#define MBEDTLS_HMAC_DRBG_C
 #else
-#define MBEDTLS_CTR_DRBG_C
 #define MBEDTLS_AES_C
 #define MBEDTLS_AES_ROM_TABLES
 #define MBEDTLS_AES_FEWER_TABLES
 #define MBEDTLS_AES_ONLY_128_BIT_KEY_LENGTH
-/* GCM uses only the cipher's encrypt direction; but not on x86, where mbedTLS
- * 3.6's AES-NI assembly then jumps to a label it left out (the LTO link fails). */
-#if !defined(__x86_64__) && !defined(__i386__)
+/* GCM uses only the cipher's encrypt direction. On x86_64 the Makefile builds
+ * aesni.c with -maes -mpclmul: mbedTLS 3.6's AES-NI assembly would jump to the
+ * decrypt label this leaves out (the LTO link failed), its intrinsics do not. */
 #define MBEDTLS_BLOCK_CIPHER_NO_DECRYPT
-#endif
 #define MBEDTLS_AESNI_C
 #define MBEDTLS_GCM_C
 #endif

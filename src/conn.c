@@ -839,13 +839,15 @@ static void on_ready(struct kr_loop *loop, struct kr_source *s, int got)
 			return;
 		}
 		connected(c);
-		if (c->state == KR_CONN_PROXY)
+		if (KR_WITH_PROXY && c->state == KR_CONN_PROXY)
 			do_proxy(c);
 		else if (c->state == KR_CONN_HANDSHAKE)
 			do_handshake(c);
 		return;
 	case KR_CONN_PROXY:
-		do_proxy(c);
+		/* Only a build with the proxy reaches this state (connected()). */
+		if (KR_WITH_PROXY)
+			do_proxy(c);
 		return;
 	case KR_CONN_HANDSHAKE:
 		do_handshake(c);

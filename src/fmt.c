@@ -1,4 +1,5 @@
 #include "fmt.h"
+#include <limits.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -232,15 +233,49 @@ void kr_out_str(struct kr_out *o, const char *s)
 	kr_out_put(o, s, strlen(s));
 }
 
+/*
+ * strtoll for bases 2 to 16 without a 0x prefix (all kreflect parses): musl's
+ * strtol family comes with its stdio-based scanner, 2.5 KB of a tiny build.
+ */
+long long kr_strtoll(const char *s, char **end, int base)
+{
+	const char *p = s, *digits;
+	unsigned long long v = 0, lim;
+	int neg = 0, any = 0, over = 0;
+
+	while (*p == ' ' || (*p >= '\t' && *p <= '\r'))
+		p++;
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	lim = neg ? (unsigned long long)LLONG_MAX + 1u : (unsigned long long)LLONG_MAX;
+	for (;; p++, any = 1) {
+		unsigned d;
+		char ch = *p >= 'A' && *p <= 'F' ? (char)(*p + ('a' - 'A')) : *p;
+
+		digits = ch ? strchr("0123456789abcdef", ch) : NULL;
+		if (!digits || (d = (unsigned)(digits - "0123456789abcdef")) >= (unsigned)base)
+			break;
+		if (v > (lim - d) / (unsigned)base)
+			over = 1;
+		else
+			v = v * (unsigned)base + d;
+	}
+	if (end)
+		*end = (char *)(any ? p : s);
+	if (over)
+		return neg ? LLONG_MIN : LLONG_MAX;
+	return neg ? (long long)(0u - v) : (long long)v;
+}
+
 long kr_parse_num(const char *s, long lo, long hi)
 {
 	char *end;
-	long v;
+	long long v;
 
 	if (!s || !*s)
 		return -1;
-	v = strtol(s, &end, 10);
+	v = kr_strtoll(s, &end, 10);
 	if (*end || v < lo || v > hi)
 		return -1;
-	return v;
+	return (long)v;
 }

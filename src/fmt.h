@@ -21,6 +21,9 @@ int kr_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 /* Formats into a bounded line buffer and writes it to fd; returns the length written or -1. */
 int kr_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* strtoll's syntax and overflow (saturating) for bases 2 to 16, no 0x prefix. */
+long long kr_strtoll(const char *s, char **end, int base);
+
 /* A decimal number in [lo, hi] (strtol's syntax, nothing after it); -1 if s is not one. */
 long kr_parse_num(const char *s, long lo, long hi);
 

@@ -52,7 +52,20 @@ static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
 
-#if KR_WITH_FULL_HELP
+/*
+ * With the inflater built in, the long text below is compiled as gzip bytes
+ * instead (7 KB less): the Makefile runs this file through the preprocessor
+ * with KR_HELP_EXTRACT and tests/tools/help_gz.py makes usage_gz.h of it.
+ */
+#if KR_WITH_FULL_HELP && KR_WITH_GZIP && !defined(KR_HELP_EXTRACT)
+#define KR_HELP_GZ 1
+#include "help.h"
+#include "usage_gz.h"
+#else
+#define KR_HELP_GZ 0
+#endif
+
+#if KR_WITH_FULL_HELP && !KR_HELP_GZ
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...] [-- PROGRAM [ARGS ...]]\n"
 	"\n"
@@ -215,7 +228,7 @@ static const char usage[] =
 	"  2  usage or configuration error (the message names the flag)\n"
 	"  supervisor mode: PROGRAM's exit code (128+N if signal N ended it); 126 if PROGRAM\n"
 	"  could not be run, 127 if it was not found\n";
-#else
+#elif !KR_WITH_FULL_HELP
 /* A smaller build (README "Sizes"): the full text is 15 KB; the README has it. */
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...]\n"
@@ -392,7 +405,7 @@ static unsigned long long parse_bytes(const char *s)
 
 	if (!s || *s < '0' || *s > '9')
 		return 0;
-	v = strtoull(s, &end, 10);
+	v = (unsigned long long)kr_strtoll(s, &end, 10);
 	if (*end == 'K' || *end == 'k')
 		mul = 1024ull;
 	else if (*end == 'M' || *end == 'm')
@@ -531,9 +544,9 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 		} else if ((v = value_of(argc, argv, &i, "--file-mode", NULL)) ||
 			   (v = value_of(argc, argv, &i, "--secret-file-mode", NULL))) {
 			char *end;
-			unsigned long mode = strtoul(v, &end, 8);
+			long long mode = kr_strtoll(v, &end, 8);
 
-			if (!*v || *end || mode > 07777)
+			if (!*v || *end || mode < 0 || mode > 07777)
 				return usage_error("%s must be an octal mode like 0640, not '%s'", a, v);
 			if (strncmp(a, "--file-mode", 11) == 0)
 				o->dir.file_mode = (unsigned)mode;
@@ -552,7 +565,8 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--signal must be SIG:PID or SIG:@PIDFILE, not '%s'", v);
 			memcpy(name, v, nl);
 			name[nl] = '\0';
-			o->notify.signal = kr_port_signal_number(name);
+			/* Without hooks the flag is refused by name below: no signal table needed. */
+			o->notify.signal = KR_WITH_HOOKS ? kr_port_signal_number(name) : 1;
 			if (o->notify.signal <= 0)
 				return usage_error("--signal: unknown signal '%s'", name);
 			if (colon[1] == '@' && colon[2]) {
@@ -569,7 +583,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--http-post needs a URL%s", "");
 			o->http_post = v;
 		} else if ((v = value_of(argc, argv, &i, "--child-signal", NULL))) {
-			o->sup.child_signal = kr_port_signal_number(v);
+			o->sup.child_signal = KR_WITH_HOOKS ? kr_port_signal_number(v) : 1;
 			if (o->sup.child_signal <= 0)
 				return usage_error("--child-signal: unknown signal '%s'", v);
 			o->sup_flag = "--child-signal";
@@ -909,9 +923,22 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], "--print-budget") == 0)
 			budget = 1;
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+#if KR_HELP_GZ
+			/* The decoder (its 32 KiB window) is reserved only when --help asks,
+			 * at start-up like the client's memory; the process ends after it. */
+			void *mem = kr_port_reserve(kr_help_mem());
+
+			if (kr_help_write(1, kr_usage_gz, sizeof(kr_usage_gz), KR_USAGE_LEN, mem,
+					  kr_help_mem()) != 0) {
+				kr_dprintf(2, "kreflect: unable to write the help text: %s\n",
+					   "its compressed copy is damaged, or the output failed");
+				return EXIT_FATAL;
+			}
+#else
 			struct kr_iov iov = { usage, sizeof(usage) - 1 };
 
 			kr_port_writev_all(1, &iov, 1);
+#endif
 			return 0;
 		}
 	}

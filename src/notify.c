@@ -1,5 +1,6 @@
 #include "notify.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,11 +114,13 @@ static int send_signal(struct kr_notify *n, unsigned long changes)
 			return -1;
 		}
 		buf[len] = '\0';
-		pid = (int)strtol(buf, &end, 10);
-		if (pid <= 0 || (*end && *end != '\n' && *end != ' ')) {
+		long long v = kr_strtoll(buf, &end, 10);
+
+		if (v <= 0 || v > INT_MAX || (*end && *end != '\n' && *end != ' ')) {
 			kr_log(KR_LOG_ERROR, "pid file %s does not hold a pid", n->o.signal_pidfile);
 			return -1;
 		}
+		pid = (int)v;
 	}
 	if (kr_port_kill(pid, n->o.signal) != 0) {
 		kr_log(KR_LOG_ERROR, "unable to send signal %d to pid %d: %s", n->o.signal, pid,

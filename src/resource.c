@@ -41,9 +41,19 @@ static const struct builtin builtins[] = {
 	{ "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "", 0 },
 };
 
-#define KR_RESOURCE(g, v, p, k, nsd, ns, ls, fs, share) \
-	{ g, v, p, k, nsd, 0, ns, ls, fs, share, "" },
-static struct kr_resource defaults[] = {
+/*
+ * The compile-time table as strings: a struct kr_resource initialised in
+ * .data would carry its 1.8 KB of mostly empty arrays in the file, per row.
+ * kr_resource_defaults() copies the rows into zeroed memory instead.
+ */
+struct default_row {
+	struct builtin b;              /* no short name */
+	const char *ns, *label_selector, *field_selector;
+	unsigned arena_share;
+};
+
+#define KR_RESOURCE(g, v, p, k, nsd, ns, ls, fs, share) { { g, v, p, k, "", nsd }, ns, ls, fs, share },
+static const struct default_row rows[] = {
 #ifdef KR_RESOURCES_FILE
 #include KR_RESOURCES_FILE
 #else
@@ -52,22 +62,27 @@ static struct kr_resource defaults[] = {
 };
 #undef KR_RESOURCE
 
+/* Each row's strings fit their arrays, as an initialiser of the struct itself would check. */
+#define KR_RESOURCE(g, v, p, k, nsd, ns, ls, fs, share)                                   \
+	_Static_assert(sizeof(g) <= KR_NAME_MAX + 192 && sizeof(v) <= KR_NAME_MAX &&         \
+		       sizeof(p) <= KR_NAME_MAX && sizeof(k) <= KR_NAME_MAX &&               \
+		       sizeof(ns) <= KR_NAME_MAX && sizeof(ls) <= KR_SELECTOR_MAX &&          \
+		       sizeof(fs) <= KR_SELECTOR_MAX, "a resources.def string is too long");
+#ifdef KR_RESOURCES_FILE
+#include KR_RESOURCES_FILE
+#else
+#include "resources.def"
+#endif
+#undef KR_RESOURCE
+
+static struct kr_resource defaults[sizeof(rows) / sizeof(rows[0])];
+
 void kr_resource_set_name(struct kr_resource *r)
 {
 	if (r->group[0])
 		kr_snprintf(r->name, sizeof(r->name), "%s.%s", r->plural, r->group);
 	else
 		kr_snprintf(r->name, sizeof(r->name), "%s", r->plural);
-}
-
-const struct kr_resource *kr_resource_defaults(size_t *n)
-{
-	size_t i;
-
-	*n = sizeof(defaults) / sizeof(defaults[0]);
-	for (i = 0; i < *n; i++)
-		kr_resource_set_name(&defaults[i]);
-	return defaults;
 }
 
 static void fill(struct kr_resource *out, const struct builtin *b)
@@ -80,6 +95,24 @@ static void fill(struct kr_resource *out, const struct builtin *b)
 	out->namespaced = b->namespaced;
 	out->arena_share = 100;
 	kr_resource_set_name(out);
+}
+
+const struct kr_resource *kr_resource_defaults(size_t *n)
+{
+	size_t i;
+
+	*n = sizeof(defaults) / sizeof(defaults[0]);
+	for (i = 0; i < *n; i++) {
+		const struct default_row *w = &rows[i];
+		struct kr_resource *r = &defaults[i];
+
+		fill(r, &w->b);
+		kr_snprintf(r->ns, sizeof(r->ns), "%s", w->ns);
+		kr_snprintf(r->label_selector, sizeof(r->label_selector), "%s", w->label_selector);
+		kr_snprintf(r->field_selector, sizeof(r->field_selector), "%s", w->field_selector);
+		r->arena_share = w->arena_share;
+	}
+	return defaults;
 }
 
 /* Matches a name against plural, kind (any case) or short name. */

@@ -1,5 +1,6 @@
 #include "serve.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1472,12 +1473,12 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		rv[0] = '\0';
 
 	if (param_true(t, "watch")) {
-		long ts = 0;
+		long long ts = 0;
 
 		if (kr_http_server_param(t, "timeoutSeconds", num, sizeof(num)) > 0) {
 			char *end;
 
-			ts = strtol(num, &end, 10);
+			ts = kr_strtoll(num, &end, 10);
 			if (*end || ts < 0) {
 				respond_status(c, 400, "timeoutSeconds: not a number of seconds");
 				return;
@@ -1526,19 +1527,20 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 	c->limit = 0;
 	if (kr_http_server_param(t, "limit", num, sizeof(num)) > 0) {
 		char *end;
+		long long limit = kr_strtoll(num, &end, 10);
 
-		c->limit = strtol(num, &end, 10);
-		if (*end || c->limit < 0) {
+		if (*end || limit < 0 || limit > LONG_MAX) {
 			respond_status(c, 400, "limit: not a number");
 			return;
 		}
+		c->limit = (long)limit;
 	}
 	c->cursor = 0;
 	if (kr_http_server_param(t, "continue", fs, sizeof(fs)) > 0) {
 		char *end;
-		unsigned long at = strtoul(fs, &end, 10);
+		long long at = kr_strtoll(fs, &end, 10);
 
-		if (*end != '.' || at >= s->store->max_entries) {
+		if (*end != '.' || at < 0 || (unsigned long long)at >= s->store->max_entries) {
 			respond_status(c, 400, "continue: not a token from this server");
 			return;
 		}
@@ -1906,7 +1908,7 @@ int kr_serve_parse_listen(const char *spec, struct kr_addr *addr, int *loopback,
 	char h[64];
 	size_t hl;
 	char *end;
-	long port;
+	long long port;
 
 	if (strncmp(spec, "unix:", 5) == 0) {
 		if (spec[5] != '/' || strlen(spec + 5) >= pathlen)
@@ -1933,7 +1935,7 @@ int kr_serve_parse_listen(const char *spec, struct kr_addr *addr, int *loopback,
 		return KR_EINVAL;
 	memcpy(h, host, hl);
 	h[hl] = '\0';
-	port = strtol(colon + 1, &end, 10);
+	port = kr_strtoll(colon + 1, &end, 10);
 	if (!colon[1] || *end || port < 0 || port > 65535)
 		return KR_EINVAL;
 	if (kr_port_parse_ip(h, (uint16_t)port, addr) != 0)

@@ -35,6 +35,16 @@ int mbedtls_hardware_poll(void *data, unsigned char *output, size_t len, size_t 
 	return kr_port_entropy(data, output, len, olen);
 }
 
+#if defined(MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG)
+/* PROFILE=tiny: the kernel's generator serves PSA directly, without mbedTLS's DRBG. */
+psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *context,
+					     uint8_t *output, size_t output_size, size_t *output_length)
+{
+	return kr_port_entropy(context, output, output_size, output_length) == 0
+		       ? PSA_SUCCESS : PSA_ERROR_INSUFFICIENT_ENTROPY;
+}
+#endif
+
 int kr_tls_global_init(void)
 {
 	static int started;
@@ -52,84 +62,91 @@ int kr_tls_global_init(void)
  * mbedTLS's own error texts (MBEDTLS_ERROR_C) cost 14 KB of a 350 KB binary;
  * these are the errors a user can act on, the rest print as their code. A
  * code is a high-level part (SSL, X509, PK) plus a low-level one (ASN.1,
- * bignum, PEM): both are named when known.
+ * bignum, PEM): both are named when known. One row per code: X(code, text).
  */
-static const struct {
-	int code;
-	const char *text;
-} tls_errors[] = {
-	{ MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE, "the server sent a fatal alert" },
-	{ MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE, "handshake failed: no common protocol version, cipher, group or signature" },
-	{ MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION, "handshake failed: the server's TLS version is not 1.2 or 1.3" },
-	{ MBEDTLS_ERR_SSL_CONN_EOF, "the connection was closed" },
-	{ MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY, "the server closed the TLS session" },
-	{ MBEDTLS_ERR_SSL_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)" },
-	{ MBEDTLS_ERR_SSL_DECODE_ERROR, "malformed TLS message from the server" },
-	{ MBEDTLS_ERR_SSL_INVALID_RECORD, "invalid TLS record from the server" },
-	{ MBEDTLS_ERR_SSL_INVALID_MAC, "TLS record failed its integrity check" },
-	{ MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE, "unexpected TLS message from the server" },
-	{ MBEDTLS_ERR_SSL_BAD_CERTIFICATE, "the server's certificate could not be used" },
-	{ MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER, "illegal parameter in a TLS message" },
-	{ MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION, "unsupported TLS extension from the server" },
-	{ MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE, "no client certificate" },
-	{ MBEDTLS_ERR_SSL_CA_CHAIN_REQUIRED, "no CA certificate configured" },
-	{ MBEDTLS_ERR_SSL_UNRECOGNIZED_NAME, "the server does not know the name asked for (SNI)" },
-	{ MBEDTLS_ERR_SSL_INTERNAL_ERROR, "internal TLS error" },
-	{ MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input" },
-	{ MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration" },
-	{ MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout" },
-	{ MBEDTLS_ERR_X509_CERT_VERIFY_FAILED, "certificate verification failed" },
-	{ MBEDTLS_ERR_X509_INVALID_FORMAT, "certificate: invalid format" },
-	{ MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version" },
-	{ MBEDTLS_ERR_X509_INVALID_SERIAL, "certificate: invalid serial" },
-	{ MBEDTLS_ERR_X509_INVALID_ALG, "certificate: invalid algorithm" },
-	{ MBEDTLS_ERR_X509_INVALID_NAME, "certificate: invalid name" },
-	{ MBEDTLS_ERR_X509_INVALID_DATE, "certificate: invalid date" },
-	{ MBEDTLS_ERR_X509_INVALID_SIGNATURE, "certificate: invalid signature" },
-	{ MBEDTLS_ERR_X509_INVALID_EXTENSIONS, "certificate: invalid extensions" },
-	{ MBEDTLS_ERR_X509_UNKNOWN_VERSION, "certificate: unknown version" },
-	{ MBEDTLS_ERR_X509_UNKNOWN_SIG_ALG, "certificate: unsupported signature algorithm" },
-	{ MBEDTLS_ERR_X509_SIG_MISMATCH, "certificate: signature algorithms do not match" },
-	{ MBEDTLS_ERR_X509_CERT_UNKNOWN_FORMAT, "certificate: unknown format" },
-	{ MBEDTLS_ERR_X509_BAD_INPUT_DATA, "certificate: bad input" },
-	{ MBEDTLS_ERR_X509_ALLOC_FAILED, "certificate: out of TLS memory (KR_TLS_HEAP_SIZE)" },
-	{ MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE, "certificate: feature not built in" },
-	{ MBEDTLS_ERR_PK_ALLOC_FAILED, "key: out of TLS memory (KR_TLS_HEAP_SIZE)" },
-	{ MBEDTLS_ERR_PK_TYPE_MISMATCH, "key: wrong type" },
-	{ MBEDTLS_ERR_PK_BAD_INPUT_DATA, "key: bad input" },
-	{ MBEDTLS_ERR_PK_KEY_INVALID_VERSION, "key: unsupported version" },
-	{ MBEDTLS_ERR_PK_KEY_INVALID_FORMAT, "key: invalid format" },
-	{ MBEDTLS_ERR_PK_UNKNOWN_PK_ALG, "key: unknown algorithm" },
-	{ MBEDTLS_ERR_PK_PASSWORD_REQUIRED, "key: encrypted (a password is needed; not supported)" },
-	{ MBEDTLS_ERR_PK_PASSWORD_MISMATCH, "key: wrong password" },
-	{ MBEDTLS_ERR_PK_INVALID_PUBKEY, "key: invalid public key" },
-	{ MBEDTLS_ERR_PK_INVALID_ALG, "key: invalid algorithm" },
-	{ MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE, "key: unsupported curve" },
-	{ MBEDTLS_ERR_PK_FEATURE_UNAVAILABLE, "key: feature not built in" },
-	{ MBEDTLS_ERR_PEM_NO_HEADER_FOOTER_PRESENT, "no PEM header or footer" },
-	{ MBEDTLS_ERR_PEM_INVALID_DATA, "invalid PEM data" },
-	{ MBEDTLS_ERR_PEM_INVALID_ENC_IV, "invalid PEM encryption IV" },
-	{ MBEDTLS_ERR_PEM_UNKNOWN_ENC_ALG, "unknown PEM encryption" },
-	{ MBEDTLS_ERR_PEM_PASSWORD_REQUIRED, "PEM key is encrypted (not supported)" },
-	{ MBEDTLS_ERR_PEM_BAD_INPUT_DATA, "bad PEM input" },
-	{ MBEDTLS_ERR_BASE64_INVALID_CHARACTER, "invalid base64 character" },
-	{ MBEDTLS_ERR_ASN1_OUT_OF_DATA, "ASN.1 data ends early" },
-	{ MBEDTLS_ERR_ASN1_UNEXPECTED_TAG, "unexpected ASN.1 tag" },
-	{ MBEDTLS_ERR_ASN1_INVALID_LENGTH, "invalid ASN.1 length" },
-	{ MBEDTLS_ERR_ASN1_LENGTH_MISMATCH, "ASN.1 length mismatch" },
-	{ MBEDTLS_ERR_ASN1_INVALID_DATA, "invalid ASN.1 data" },
-	{ MBEDTLS_ERR_MPI_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)" },
-	{ MBEDTLS_ERR_ECP_FEATURE_UNAVAILABLE, "elliptic curve not built in" },
-	{ MBEDTLS_ERR_RSA_KEY_CHECK_FAILED, "RSA key check failed" },
-	{ MBEDTLS_ERR_RSA_VERIFY_FAILED, "RSA signature verification failed" },
-	{ MBEDTLS_ERR_ECP_VERIFY_FAILED, "ECDSA signature verification failed" },
-};
+#define KR_TLS_ERRORS(X) \
+	X(MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE, "the server sent a fatal alert") \
+	X(MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE, "handshake failed: no common protocol version, cipher, group or signature") \
+	X(MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION, "handshake failed: the server's TLS version is not 1.2 or 1.3") \
+	X(MBEDTLS_ERR_SSL_CONN_EOF, "the connection was closed") \
+	X(MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY, "the server closed the TLS session") \
+	X(MBEDTLS_ERR_SSL_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)") \
+	X(MBEDTLS_ERR_SSL_DECODE_ERROR, "malformed TLS message from the server") \
+	X(MBEDTLS_ERR_SSL_INVALID_RECORD, "invalid TLS record from the server") \
+	X(MBEDTLS_ERR_SSL_INVALID_MAC, "TLS record failed its integrity check") \
+	X(MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE, "unexpected TLS message from the server") \
+	X(MBEDTLS_ERR_SSL_BAD_CERTIFICATE, "the server's certificate could not be used") \
+	X(MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER, "illegal parameter in a TLS message") \
+	X(MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION, "unsupported TLS extension from the server") \
+	X(MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE, "no client certificate") \
+	X(MBEDTLS_ERR_SSL_CA_CHAIN_REQUIRED, "no CA certificate configured") \
+	X(MBEDTLS_ERR_SSL_UNRECOGNIZED_NAME, "the server does not know the name asked for (SNI)") \
+	X(MBEDTLS_ERR_SSL_INTERNAL_ERROR, "internal TLS error") \
+	X(MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input") \
+	X(MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration") \
+	X(MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout") \
+	X(MBEDTLS_ERR_X509_CERT_VERIFY_FAILED, "certificate verification failed") \
+	X(MBEDTLS_ERR_X509_INVALID_FORMAT, "certificate: invalid format") \
+	X(MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version") \
+	X(MBEDTLS_ERR_X509_INVALID_SERIAL, "certificate: invalid serial") \
+	X(MBEDTLS_ERR_X509_INVALID_ALG, "certificate: invalid algorithm") \
+	X(MBEDTLS_ERR_X509_INVALID_NAME, "certificate: invalid name") \
+	X(MBEDTLS_ERR_X509_INVALID_DATE, "certificate: invalid date") \
+	X(MBEDTLS_ERR_X509_INVALID_SIGNATURE, "certificate: invalid signature") \
+	X(MBEDTLS_ERR_X509_INVALID_EXTENSIONS, "certificate: invalid extensions") \
+	X(MBEDTLS_ERR_X509_UNKNOWN_VERSION, "certificate: unknown version") \
+	X(MBEDTLS_ERR_X509_UNKNOWN_SIG_ALG, "certificate: unsupported signature algorithm") \
+	X(MBEDTLS_ERR_X509_SIG_MISMATCH, "certificate: signature algorithms do not match") \
+	X(MBEDTLS_ERR_X509_CERT_UNKNOWN_FORMAT, "certificate: unknown format") \
+	X(MBEDTLS_ERR_X509_BAD_INPUT_DATA, "certificate: bad input") \
+	X(MBEDTLS_ERR_X509_ALLOC_FAILED, "certificate: out of TLS memory (KR_TLS_HEAP_SIZE)") \
+	X(MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE, "certificate: feature not built in") \
+	X(MBEDTLS_ERR_PK_ALLOC_FAILED, "key: out of TLS memory (KR_TLS_HEAP_SIZE)") \
+	X(MBEDTLS_ERR_PK_TYPE_MISMATCH, "key: wrong type") \
+	X(MBEDTLS_ERR_PK_BAD_INPUT_DATA, "key: bad input") \
+	X(MBEDTLS_ERR_PK_KEY_INVALID_VERSION, "key: unsupported version") \
+	X(MBEDTLS_ERR_PK_KEY_INVALID_FORMAT, "key: invalid format") \
+	X(MBEDTLS_ERR_PK_UNKNOWN_PK_ALG, "key: unknown algorithm") \
+	X(MBEDTLS_ERR_PK_PASSWORD_REQUIRED, "key: encrypted (a password is needed; not supported)") \
+	X(MBEDTLS_ERR_PK_PASSWORD_MISMATCH, "key: wrong password") \
+	X(MBEDTLS_ERR_PK_INVALID_PUBKEY, "key: invalid public key") \
+	X(MBEDTLS_ERR_PK_INVALID_ALG, "key: invalid algorithm") \
+	X(MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE, "key: unsupported curve") \
+	X(MBEDTLS_ERR_PK_FEATURE_UNAVAILABLE, "key: feature not built in") \
+	X(MBEDTLS_ERR_PEM_NO_HEADER_FOOTER_PRESENT, "no PEM header or footer") \
+	X(MBEDTLS_ERR_PEM_INVALID_DATA, "invalid PEM data") \
+	X(MBEDTLS_ERR_PEM_INVALID_ENC_IV, "invalid PEM encryption IV") \
+	X(MBEDTLS_ERR_PEM_UNKNOWN_ENC_ALG, "unknown PEM encryption") \
+	X(MBEDTLS_ERR_PEM_PASSWORD_REQUIRED, "PEM key is encrypted (not supported)") \
+	X(MBEDTLS_ERR_PEM_BAD_INPUT_DATA, "bad PEM input") \
+	X(MBEDTLS_ERR_BASE64_INVALID_CHARACTER, "invalid base64 character") \
+	X(MBEDTLS_ERR_ASN1_OUT_OF_DATA, "ASN.1 data ends early") \
+	X(MBEDTLS_ERR_ASN1_UNEXPECTED_TAG, "unexpected ASN.1 tag") \
+	X(MBEDTLS_ERR_ASN1_INVALID_LENGTH, "invalid ASN.1 length") \
+	X(MBEDTLS_ERR_ASN1_LENGTH_MISMATCH, "ASN.1 length mismatch") \
+	X(MBEDTLS_ERR_ASN1_INVALID_DATA, "invalid ASN.1 data") \
+	X(MBEDTLS_ERR_MPI_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)") \
+	X(MBEDTLS_ERR_ECP_FEATURE_UNAVAILABLE, "elliptic curve not built in") \
+	X(MBEDTLS_ERR_RSA_KEY_CHECK_FAILED, "RSA key check failed") \
+	X(MBEDTLS_ERR_RSA_VERIFY_FAILED, "RSA signature verification failed") \
+	X(MBEDTLS_ERR_ECP_VERIFY_FAILED, "ECDSA signature verification failed")
+
+/* The codes (all fit 16 bits) and the texts, each ended by a NUL, in the same
+ * order: no table of pointers (16 bytes a row) beside the texts. */
+#define KR_TLS_ERR_CODE(code, text) code,
+#define KR_TLS_ERR_TEXT(code, text) text "\0"
+static const short tls_error_codes[] = { KR_TLS_ERRORS(KR_TLS_ERR_CODE) };
+static const char tls_error_texts[] = KR_TLS_ERRORS(KR_TLS_ERR_TEXT);
 
 static const char *error_text(int code)
 {
-	for (size_t i = 0; i < sizeof(tls_errors) / sizeof(tls_errors[0]); i++)
-		if (tls_errors[i].code == code)
-			return tls_errors[i].text;
+	const char *t = tls_error_texts;
+
+	for (size_t i = 0; i < sizeof(tls_error_codes) / sizeof(tls_error_codes[0]); i++) {
+		if (tls_error_codes[i] == code)
+			return t;
+		t += strlen(t) + 1;
+	}
 	return NULL;
 }
 

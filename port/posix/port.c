@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "fmt.h"
 #include "kreflect.h"
+#include "kreflect_config.h"
 #include "port.h"
 
 #include <arpa/inet.h>
@@ -150,7 +151,8 @@ int kr_port_resolve_start(const char *host)
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_family = AF_UNSPEC;
 		hints.ai_socktype = SOCK_STREAM;
-		if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+		/* Not even named without DNS: the reference alone links musl's stdio exit code. */
+		if (KR_WITH_DNS && getaddrinfo(host, NULL, &hints, &res) == 0) {
 			for (ai = res; ai && n < RESOLVE_MAX; ai = ai->ai_next) {
 				memset(&out[n], 0, sizeof(out[n]));
 				if (ai->ai_family == AF_INET) {

@@ -143,12 +143,12 @@ int kr_port_signal_number(const char *name)
 		{ "STOP", SIGSTOP }, { "WINCH", SIGWINCH }, { "ALRM", SIGALRM },
 	};
 	char *end;
-	long n;
+	long long n;
 	size_t i;
 
 	if (strncasecmp(name, "SIG", 3) == 0)
 		name += 3;
-	n = strtol(name, &end, 10);
+	n = kr_strtoll(name, &end, 10);
 	if (*name && !*end)
 		return n > 0 && n < 65 ? (int)n : -1;
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt.h"
@@ -85,5 +86,41 @@ KR_TEST(fmt, addresses_are_formatted_as_rfc5952)
 	check(strcmp(got, "10.0.0.255:6443") == 0);
 	kr_port_addr_format(&a, got, 5);  /* bounded */
 	check(strcmp(got, "10.0") == 0);
+	return 0;
+}
+
+/* kr_strtoll stands in for strtol/strtoul: same value, end and saturation as the C library's. */
+KR_TEST(fmt, strtoll_matches_the_c_library)
+{
+	static const char *in[] = {
+		"0", "7", "-7", "+42", "  \t\n12x", "x", "", "-", "+", " ", "0777", "1238", "ff", "FfG",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"-9223372036854775809", "99999999999999999999999", "-99999999999999999999999",
+		"4294967297", "65535", "65536", "12 34", "--1", "+-1", "0x10",
+	};
+	static const int bases[] = { 10, 8, 16, 2 };
+	size_t i, b;
+
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		for (b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+			char *e1, *e2;
+			long long want, got;
+
+			if (bases[b] == 16 && strchr(in[i], 'x'))
+				continue;   /* no 0x prefix by design */
+			want = strtoll(in[i], &e1, bases[b]);
+			got = kr_strtoll(in[i], &e2, bases[b]);
+			if (want != got || e1 != e2) {
+				fprintf(stderr, "'%s' base %d: %lld end +%d, libc %lld end +%d\n", in[i], bases[b],
+					got, (int)(e2 - in[i]), want, (int)(e1 - in[i]));
+				check(0);
+			}
+		}
+	check(kr_strtoll("12", NULL, 10) == 12);
+	check(kr_parse_num("65535", 1, 65535) == 65535);
+	check(kr_parse_num("65536", 1, 65535) == -1);
+	check(kr_parse_num("99999999999999999999", 0, 0x7fffffff) == -1);
+	check(kr_parse_num(" 5", 0, 9) == 5);
+	check(kr_parse_num("5 ", 0, 9) == -1);
 	return 0;
 }
