@@ -370,6 +370,8 @@ class Bench:
             if not os.access(path, os.X_OK) and (path != self.a.kreflect_10k or "gzip" in parts
                                                  or set(parts) - {"callgrind"}):
                 missing.append("%s (make build/kreflect relist-variant)" % path)
+        if self.a.syscalls and "throughput" in parts and shutil.which("perf") is None:
+            missing.append("perf (Debian package linux-perf, for --syscalls)")
         if set(parts) <= {"callgrind"}:
             # kreflect alone under valgrind: no peer is run
             for tool in ("valgrind", "callgrind_annotate"):
@@ -770,6 +772,7 @@ class Bench:
     def stream_once(self, srv, c, rep):
         ctl = srv.control
         p = self.spawn(c.argv(srv.ready), "stream-rep%d-%s" % (rep + 1, c.name))
+        counter = None
         try:
             sp = SyncPipe(p)
             sp.read_until(lambda s: s.synced is not None, 120, "SYNCED line")
