@@ -148,6 +148,35 @@ def proc_cpu_split(pid):
     return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
+class SyscallCounter:
+    """perf stat counting system-call tracepoints of a live process (all its
+    threads at the start) from now until stop(): the same for every client.
+    Opt-in (--syscalls): the counting costs a little on each call."""
+
+    EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_recvfrom", "syscalls:sys_enter_read",
+              "syscalls:sys_enter_poll", "syscalls:sys_enter_epoll_wait", "syscalls:sys_enter_write",
+              "syscalls:sys_enter_writev", "syscalls:sys_enter_clock_gettime")
+
+    def __init__(self, pid, path):
+        self.path, self.result = path, None
+        self.p = subprocess.Popen(["perf", "stat", "-x", ",", "-o", path, "-p", str(pid)] +
+                                  [a for e in self.EVENTS for a in ("-e", e)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)           # attached before the stream starts
+
+    def stop(self):
+        if self.result is None:
+            self.p.send_signal(signal.SIGINT)
+            self.p.wait(30)
+            self.result = {}
+            with open(self.path) as f:
+                for line in f:
+                    parts = line.strip().split(",")
+                    if len(parts) > 2 and parts[2] in self.EVENTS and parts[0].isdigit():
+                        self.result[parts[2]] = int(parts[0])
+        return self.result
+
+
 def proc_cpu(pid):
     """User + system CPU seconds of a live process (all its threads)."""
     return sum(proc_cpu_split(pid))
@@ -344,6 +373,8 @@ class Bench:
             if not os.access(path, os.X_OK) and (path != self.a.kreflect_10k or "gzip" in parts
                                                  or set(parts) - {"callgrind"}):
                 missing.append("%s (make build/kreflect relist-variant)" % path)
+        if self.a.syscalls and "throughput" in parts and shutil.which("perf") is None:
+            missing.append("perf (Debian package linux-perf, for --syscalls)")
         if set(parts) <= {"callgrind"}:
             # kreflect alone under valgrind: no peer is run
             for tool in ("valgrind", "callgrind_annotate"):
@@ -744,6 +775,7 @@ class Bench:
     def stream_once(self, srv, c, rep):
         ctl = srv.control
         p = self.spawn(c.argv(srv.ready), "stream-rep%d-%s" % (rep + 1, c.name))
+        counter = None
         try:
             sp = SyncPipe(p)
             sp.read_until(lambda s: s.synced is not None, 120, "SYNCED line")
@@ -752,12 +784,17 @@ class Bench:
             pipe = CountPipe(p)
             pipe.goal = self.a.events
             mark = max([e["id"] for e in ctl.log()] or [0])
+            counter = SyscallCounter(p.pid, os.path.join(self.logs, "stream-rep%d-%s.syscalls" % (rep + 1, c.name))) \
+                if self.a.syscalls else None
             u0, s0 = proc_cpu_split(p.pid)
+            me0 = os.times()
             t, box = self.bench_stream(ctl, "open")
             pipe.read_until(lambda s: s.t_goal is not None, 600, "%d MODIFIED lines" % self.a.events)
             t_end = pipe.t_goal
             wall_end = time.time() - (time.monotonic() - t_end)
             u1, s1 = proc_cpu_split(p.pid)
+            me1 = os.times()
+            syscalls = counter.stop() if counter else None
             cpu, sys_cpu = (u1 - u0) + (s1 - s0), s1 - s0
             hwm = proc_status(p.pid)["VmHWM"]
             t.join(60)
@@ -768,8 +805,17 @@ class Bench:
             if pipe.count != self.a.events:
                 raise BenchError("%s printed %d MODIFIED lines for %d events" % (c.name, pipe.count, self.a.events))
         finally:
+            if counter:
+                counter.stop()
             reap(p, 10, signal.SIGTERM)
         nbytes = box["r"]["bytes"]
+        if syscalls:
+            log("throughput %-8s rep %d: system calls per event: %s" % (c.name, rep + 1, ", ".join(
+                "%s %.3f" % (k.split(":")[-1], v / self.a.events) for k, v in syscalls.items())))
+            # The bench's own reader (and its server threads) share the cores with the client.
+            log("throughput %-8s rep %d: bench process CPU during the stream: %.2f s (user %.2f, sys %.2f)"
+                % (c.name, rep + 1, (me1.user - me0.user) + (me1.system - me0.system), me1.user - me0.user,
+                   me1.system - me0.system))
         return {"seconds": secs, "events_per_s": self.a.events / secs, "mb_per_s": nbytes / secs / MB,
                 "cpu": cpu, "cpu_us_per_event": cpu / self.a.events * 1e6,
                 "sys_us_per_event": sys_cpu / self.a.events * 1e6, "peak_rss": hwm, "stream_bytes": nbytes}
@@ -1386,6 +1432,8 @@ def main():
     ap.add_argument("--idle", type=float, default=None, help="seconds of idle watch (default 60; BENCH_IDLE)")
     ap.add_argument("--events", type=int, default=None, help="events in the stream (default 100000; BENCH_EVENTS)")
     ap.add_argument("--callgrind-events", type=int, default=None, help="N of the N / 2N callgrind runs (5000)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="throughput: count each client's system calls per event with perf stat")
     ap.add_argument("--only", default="", help="comma-separated parts: " + ",".join(PARTS))
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--kreflect", default=os.path.join(ROOT, "build", "x86_64", "kreflect"))
