@@ -63,9 +63,10 @@ for the mirror to equal the server's state; then it checks:
              watched, relisted or fell back after it as that fault demands).
 
 Growth. kreflect has no heap: its RSS grows only by touching static pages. The
-arena is a bump allocator that compacts when its tail runs short and gives the
-pages above the compacted tail back (madvise), so its resident pages follow the
-bump tail: a sawtooth up to a fixed high water, not growth. VmRSS is therefore
+arena is a bump allocator that compacts when its tail runs short or its dead
+bytes reach the held ones, and gives the pages above twice the held bytes back
+(madvise), so its resident pages follow the bump tail: a sawtooth up to a fixed
+high water, not growth. VmRSS is therefore
 split: the arena is judged against the ceiling the warm-up reached, everything
 else (TLS heap, buffers, stack, index) must stay flat. 64 kB (16 pages) is the
 tolerance of both: the arena's high water can still move by about one of the
