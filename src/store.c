@@ -237,7 +237,7 @@ static size_t dead_limit(const struct kr_store *s, size_t held)
 
 size_t kr_store_compact(struct kr_store *s)
 {
-	size_t rd = 0, wr = 0, before = s->used, keep;
+	size_t rd = 0, wr = 0, before = s->used, dead;
 
 	while (rd < s->used) {
 		struct rec r = rec_load(s, rd);
@@ -262,9 +262,9 @@ size_t kr_store_compact(struct kr_store *s)
 	 * of events was a third of the CPU of a steady stream). The pages above
 	 * it go back, so RSS follows the bytes held after the mirror shrinks.
 	 */
-	keep = dead_limit(s, wr) > s->size - wr ? s->size : wr + dead_limit(s, wr);
-	if (before > keep)
-		kr_port_discard(s->arena + keep, before - keep);
+	dead = dead_limit(s, wr);
+	if (before > wr && before - wr > dead)
+		kr_port_discard(s->arena + wr + dead, before - wr - dead);
 	return before - wr;
 }
 
