@@ -1476,10 +1476,8 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		long long ts = 0;
 
 		if (kr_http_server_param(t, "timeoutSeconds", num, sizeof(num)) > 0) {
-			char *end;
-
-			ts = kr_strtoll(num, &end, 10);
-			if (*end || ts < 0) {
+			ts = kr_parse_num(num, 0, LONG_MAX);
+			if (ts < 0) {
 				respond_status(c, 400, "timeoutSeconds: not a number of seconds");
 				return;
 			}
@@ -1526,14 +1524,11 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 	}
 	c->limit = 0;
 	if (kr_http_server_param(t, "limit", num, sizeof(num)) > 0) {
-		char *end;
-		long long limit = kr_strtoll(num, &end, 10);
-
-		if (*end || limit < 0 || limit > LONG_MAX) {
+		c->limit = kr_parse_num(num, 0, LONG_MAX);
+		if (c->limit < 0) {
 			respond_status(c, 400, "limit: not a number");
 			return;
 		}
-		c->limit = (long)limit;
 	}
 	c->cursor = 0;
 	if (kr_http_server_param(t, "continue", fs, sizeof(fs)) > 0) {
