@@ -928,10 +928,9 @@ int main(int argc, char **argv)
 			 * at start-up like the client's memory; the process ends after it. */
 			void *mem = kr_port_reserve(kr_help_mem());
 
-			if (kr_help_write(1, kr_usage_gz, sizeof(kr_usage_gz), KR_USAGE_LEN, mem,
-					  kr_help_mem()) != 0) {
-				kr_dprintf(2, "kreflect: unable to write the help text: %s\n",
-					   "its compressed copy is damaged, or the output failed");
+			r = kr_help_write(1, kr_usage_gz, sizeof(kr_usage_gz), KR_USAGE_LEN, mem, kr_help_mem());
+			if (r != 0) {
+				kr_dprintf(2, "kreflect: unable to write the help text: %s\n", kr_strerror(r));
 				return EXIT_FATAL;
 			}
 #else

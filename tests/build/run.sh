@@ -53,6 +53,14 @@ for t in x86_64 aarch64 armv7; do
 		else
 			bad "$t: --help gave $got bytes (want $want), first line '$first'"
 		fi
+		# An output that cannot be written is an error, not a help text cut short.
+		err=$($q "$b" --help 2>&1 >/dev/full)
+		rc=$?
+		if [ $rc -eq 1 ] && [ "${err#kreflect: unable to write the help text: }" != "$err" ]; then
+			ok "$t: --help to a full device exits 1 and says so"
+		else
+			bad "$t: --help to /dev/full exited $rc: '$err'"
+		fi
 	fi
 done
 
