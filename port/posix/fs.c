@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "port.h"
 #include "kreflect.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -428,43 +429,22 @@ int kr_port_fs_sync_all(int fd)
 
 /* --- commits in a child ------------------------------------------------------------- */
 
-struct commit_slot {
-	int fd;
-	pid_t pid;
-};
-
-static struct commit_slot committing[2] = {{-1, 0}, {-1, 0}};
+static struct kr_worker committing[2] = { KR_WORKER_FREE, KR_WORKER_FREE };
 
 int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const char *dir)
 {
-	int p[2];
-	pid_t pid;
-	size_t i;
+	int rfd, wfd = -1;
 
-	for (i = 0; i < sizeof(committing) / sizeof(committing[0]); i++)
-		if (committing[i].fd < 0)
-			break;
-	if (i == sizeof(committing) / sizeof(committing[0])) {
-		fs_errno = EBUSY;
-		return KR_EIO;
-	}
 	fault_init();  /* once, here: the child only sleeps */
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+	rfd = kr_worker_start(committing, sizeof(committing) / sizeof(committing[0]), &wfd);
+	if (rfd == -1) {
 		fs_errno = errno;
 		return KR_EIO;
 	}
-	pid = fork();
-	if (pid < 0) {
-		fs_errno = errno;
-		close(p[0]);
-		close(p[1]);
-		return KR_EIO;
-	}
-	if (pid == 0) {
-		/* The child never returns into kreflect's code: two ints down the pipe, _exit. */
+	if (rfd == -2) {
+		/* The child: two ints down the pipe, then _exit. */
 		int msg[2] = { 0, 0 }, dfd;
 
-		close(p[0]);
 		fault_delay();
 		if (fsync(fd) != 0) {
 			msg[0] = 1;
@@ -477,27 +457,22 @@ int kr_port_fs_commit_start(int fd, const char *tmp, const char *path, const cha
 				msg[0] = 3;
 		}
 		msg[1] = msg[0] ? errno : 0;
-		if (write(p[1], msg, sizeof(msg)) < 0)
+		if (write(wfd, msg, sizeof(msg)) < 0)
 			_exit(1);
 		_exit(0);
 	}
-	close(p[1]);
-	committing[i].fd = p[0];
-	committing[i].pid = pid;
-	return p[0];
+	return rfd;
 }
 
 int kr_port_fs_commit_finish(int cfd, int wait, int *step)
 {
 	int msg[2] = { 1, EIO };
+	struct kr_worker *w;
 	ssize_t n;
-	size_t s;
 
 	*step = 0;
-	for (s = 0; s < sizeof(committing) / sizeof(committing[0]); s++)
-		if (committing[s].fd == cfd)
-			break;
-	if (s == sizeof(committing) / sizeof(committing[0])) {
+	w = kr_worker_find(committing, sizeof(committing) / sizeof(committing[0]), cfd);
+	if (!w) {
 		fs_errno = EBADF;
 		*step = 1;
 		return KR_EIO;
@@ -514,12 +489,7 @@ int kr_port_fs_commit_finish(int cfd, int wait, int *step)
 			poll(&pf, 1, -1);
 		}
 	}
-	/* Already collected by a SIGCHLD handler that reaps every child: ECHILD, harmless. */
-	while (waitpid(committing[s].pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	close(cfd);
-	committing[s].fd = -1;
-	committing[s].pid = 0;
+	kr_worker_end(w, 0);
 	if (n != (ssize_t)sizeof(msg)) {
 		/* The child died before it could say: nothing is known to be durable. */
 		*step = 1;

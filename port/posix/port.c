@@ -6,6 +6,7 @@
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "port.h"
+#include "worker.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -113,41 +114,22 @@ static socklen_t to_sockaddr(const struct kr_addr *a, struct sockaddr_storage *s
  */
 #define RESOLVE_MAX 8
 
-struct resolve_slot {
-	int fd;
-	pid_t pid;
-};
-
-static struct resolve_slot resolving[4] = {{-1, 0}, {-1, 0}, {-1, 0}, {-1, 0}};
+static struct kr_worker resolving[4] = { KR_WORKER_FREE, KR_WORKER_FREE, KR_WORKER_FREE, KR_WORKER_FREE };
 
 int kr_port_resolve_start(const char *host)
 {
-	int p[2];
-	pid_t pid;
-	size_t i;
+	int rfd, wfd = -1;
 
-	for (i = 0; i < sizeof(resolving) / sizeof(resolving[0]); i++)
-		if (resolving[i].fd < 0)
-			break;
-	if (i == sizeof(resolving) / sizeof(resolving[0]))
-		return -1;
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+	rfd = kr_worker_start(resolving, sizeof(resolving) / sizeof(resolving[0]), &wfd);
+	if (rfd == -1) {
 		last_errno = errno;
 		return -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		last_errno = errno;
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (pid == 0) {
+	if (rfd == -2) {
 		struct addrinfo hints, *res = NULL, *ai;
 		struct kr_addr out[RESOLVE_MAX];
 		int n = 0;
 
-		close(p[0]);
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_family = AF_UNSPEC;
 		hints.ai_socktype = SOCK_STREAM;
@@ -167,28 +149,22 @@ int kr_port_resolve_start(const char *host)
 			}
 		}
 		/* One write of at most 8 * 24 bytes: atomic on a pipe. */
-		if (n > 0 && write(p[1], out, (size_t)n * sizeof(out[0])) < 0)
+		if (n > 0 && write(wfd, out, (size_t)n * sizeof(out[0])) < 0)
 			_exit(1);
 		_exit(0);
 	}
-	close(p[1]);
-	resolving[i].fd = p[0];
-	resolving[i].pid = pid;
-	return p[0];
+	return rfd;
 }
 
 int kr_port_resolve_finish(int fd, uint16_t port, struct kr_addr *out, int max,
 			   int abandon)
 {
+	struct kr_worker *w = kr_worker_find(resolving, sizeof(resolving) / sizeof(resolving[0]), fd);
 	struct kr_addr got[RESOLVE_MAX];
 	ssize_t n;
 	int count = 0, i;
-	size_t s;
 
-	for (s = 0; s < sizeof(resolving) / sizeof(resolving[0]); s++)
-		if (resolving[s].fd == fd)
-			break;
-	if (s == sizeof(resolving) / sizeof(resolving[0]))
+	if (!w)
 		return 0;
 	if (!abandon) {
 		n = read(fd, got, sizeof(got));
@@ -196,13 +172,8 @@ int kr_port_resolve_finish(int fd, uint16_t port, struct kr_addr *out, int max,
 			return KR_IO_WAIT;
 		if (n > 0)
 			count = (int)((size_t)n / sizeof(got[0]));
-	} else {
-		kill(resolving[s].pid, SIGKILL);
 	}
-	waitpid(resolving[s].pid, NULL, 0);
-	close(fd);
-	resolving[s].fd = -1;
-	resolving[s].pid = 0;
+	kr_worker_end(w, abandon);
 	if (count > max)
 		count = max;
 	for (i = 0; i < count; i++) {
