@@ -260,6 +260,7 @@ test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=aarch64 target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-bin target-tests
 	$(Q)+$(SUBMAKE) TARGET=x86_64 PROFILE=tiny target-bin
+	$(Q)+$(SUBMAKE) TARGET=aarch64 PROFILE=tiny target-bin
 	$(Q)+$(SUBMAKE) TARGET=armv7 PROFILE=tiny target-bin
 	$(Q)+$(SUBMAKE) peers
 	$(Q)sh tests/run.sh x86_64 asan aarch64 armv7
