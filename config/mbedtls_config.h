@@ -11,7 +11,8 @@
  *   - session resumption (TLS 1.3 tickets, TLS 1.2 session IDs and tickets).
  * Memory comes from one static buffer (MBEDTLS_MEMORY_BUFFER_ALLOC_C) whose size
  * is KR_TLS_HEAP_SIZE in config/kreflect_config.h. Entropy comes from the port
- * (mbedtls_hardware_poll, see src/tls.c). Files are read by kreflect, not by mbedTLS.
+ * (kr_port_entropy as PSA's external generator, see src/tls.c). Files are read
+ * by kreflect, not by mbedTLS.
  */
 #ifndef KR_MBEDTLS_CONFIG_H
 #define KR_MBEDTLS_CONFIG_H
@@ -22,6 +23,10 @@
 #define MBEDTLS_HAVE_TIME_DATE          /* certificate validity periods are checked */
 #define MBEDTLS_PLATFORM_C
 #define MBEDTLS_PLATFORM_MEMORY
+/* No C library defaults: before src/tls.c hands mbedTLS its static heap, an
+ * allocation fails (mbedTLS's own NULL-returning calloc) instead of reaching
+ * musl's allocator. */
+#define MBEDTLS_PLATFORM_NO_STD_FUNCTIONS
 /* mbedTLS formats names and numbers with kreflect's small snprintf (src/fmt.c),
  * so that the C library's printf engine is not linked at all. */
 #include <stddef.h>
@@ -29,17 +34,16 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 #define MBEDTLS_PLATFORM_SNPRINTF_MACRO kr_snprintf
 #define MBEDTLS_MEMORY_BUFFER_ALLOC_C
 #define MBEDTLS_MEMORY_ALIGN_MULTIPLE 16  /* the default 4 misaligns 64-bit headers */
-#define MBEDTLS_NO_PLATFORM_ENTROPY
-#define MBEDTLS_ENTROPY_HARDWARE_ALT    /* kr_port_entropy, in the mbedtls_hardware_poll shape */
 #define MBEDTLS_DEPRECATED_REMOVED
 /* No MBEDTLS_ERROR_C, MBEDTLS_X509_REMOVE_INFO: src/tls.c names the errors and
  * verify failures a user can act on in far fewer bytes (about 20 KB saved). */
 #define MBEDTLS_X509_REMOVE_INFO
 #define MBEDTLS_PLATFORM_GMTIME_R_ALT   /* src/tls.c: UTC dates without musl's time zones */
 
-/* Randomness. */
-#define MBEDTLS_ENTROPY_C
-#define MBEDTLS_CTR_DRBG_C
+/* Randomness straight from the kernel (getrandom through kr_port_entropy,
+ * src/tls.c), as PSA's external generator: no entropy pool and no DRBG in the
+ * binary or in RAM. */
+#define MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG
 
 /* PSA crypto is required by TLS 1.3 in 3.6. Without MBEDTLS_USE_PSA_CRYPTO,
  * X.509, PK and the TLS 1.2 records call the crypto directly: 10,464 bytes of

@@ -27,16 +27,18 @@
 /* mbedTLS's only heap: every handshake, record buffer and certificate lives here. */
 static unsigned char tls_heap[KR_TLS_HEAP_SIZE] __attribute__((aligned(16)));
 
-/* The entropy hook mbedTLS calls by this name (MBEDTLS_ENTROPY_HARDWARE_ALT). */
+#if defined(MBEDTLS_ENTROPY_HARDWARE_ALT)
+/* A firmware's own mbedTLS with an entropy pool: the hook it calls by this name. */
 int mbedtls_hardware_poll(void *data, unsigned char *output, size_t len, size_t *olen);
 
 int mbedtls_hardware_poll(void *data, unsigned char *output, size_t len, size_t *olen)
 {
 	return kr_port_entropy(data, output, len, olen);
 }
+#endif
 
 #if defined(MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG)
-/* PROFILE=tiny: the kernel's generator serves PSA directly, without mbedTLS's DRBG. */
+/* Our configurations: the kernel's generator serves PSA directly, without mbedTLS's DRBG. */
 psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *context,
 					     uint8_t *output, size_t output_size, size_t *output_length)
 {
