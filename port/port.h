@@ -378,6 +378,12 @@ int kr_port_kill(int pid, int sig);
 /* The number of a signal name ("HUP", "SIGHUP", "1"), or -1. */
 int kr_port_signal_number(const char *name);
 
+/* --- memory (port/common/mem.c) ---------------------------------------------- */
+
+/* Zeroes mem[0..len), writing only the pages that are not zero already: an
+ * untouched page of kr_port_reserve's memory or of .bss stays out of RSS. */
+void kr_port_zero(void *mem, size_t len);
+
 /* --- CPU (port/common/cpu.c) ------------------------------------------------- */
 
 /* 1 if the CPU has the AES and carry-less multiply instructions that

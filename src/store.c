@@ -127,7 +127,7 @@ static int32_t find(const struct kr_store *s, int res, const char *key, size_t k
 
 	if (!s->nbuckets)
 		return -1;
-	for (l = bucket_of(s, h); (i = *l) >= 0; l = &s->entries[i].next) {
+	for (l = bucket_of(s, h); (i = *l - 1) >= 0; l = &s->entries[i].next) {
 		const struct kr_entry *e = &s->entries[i];
 		struct rec r;
 
@@ -158,7 +158,7 @@ static void remove_entry(struct kr_store *s, int32_t idx, int32_t *link)
 	struct rec r = rec_load(s, e->rec);
 
 	if (!link)
-		for (link = bucket_of(s, e->hash); *link != idx; link = &s->entries[*link].next)
+		for (link = bucket_of(s, e->hash); *link != idx + 1; link = &s->entries[*link - 1].next)
 			;
 	*link = e->next;
 	rec_kill(s, e->rec);
@@ -172,15 +172,13 @@ static void remove_entry(struct kr_store *s, int32_t idx, int32_t *link)
 	}
 	e->flags = 0;
 	e->next = s->free_list;
-	s->free_list = idx;
+	s->free_list = idx + 1;
 	s->nentries--;
 }
 
 void kr_store_init(struct kr_store *s, char *arena, size_t arena_size, struct kr_entry *entries,
 		   uint32_t max_entries, int32_t *buckets, uint32_t nbuckets, size_t reserve)
 {
-	uint32_t i;
-
 	memset(s, 0, sizeof(*s));
 	if (arena) {
 		size_t pad = (size_t)(-(uintptr_t)arena & (KR_STORE_ALIGN - 1u));
@@ -208,13 +206,11 @@ void kr_store_init(struct kr_store *s, char *arena, size_t arena_size, struct kr
 	s->nbuckets = nbuckets;
 	s->reserve = reserve;
 	s->hash_mask = ~(uint64_t)0;
-	for (i = 0; i < nbuckets; i++)
-		buckets[i] = -1;
-	for (i = 0; i < max_entries; i++) {
-		memset(&entries[i], 0, sizeof(entries[i]));
-		entries[i].next = i + 1 < max_entries ? (int32_t)(i + 1) : -1;
-	}
-	s->free_list = max_entries ? 0 : -1;
+	/* Empty buckets are 0, and entries are taken in order from `fresh` up,
+	 * each set as it is taken: only the bucket pages with something in them
+	 * are written, and no entry page before its first object. */
+	if (nbuckets)
+		kr_port_zero(buckets, (size_t)nbuckets * sizeof(buckets[0]));
 }
 
 void kr_store_set_quota(struct kr_store *s, int res, size_t bytes)
@@ -366,7 +362,7 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 			return KR_STORE_NOT_HELD;
 		}
 	}
-	if ((!e && s->free_list < 0) || need > room) {
+	if ((!e && !s->free_list && s->fresh >= s->max_entries) || need > room) {
 		s->untracked++;
 		return KR_ENOSPC;
 	}
@@ -399,13 +395,19 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 	memset(dst, 0, need - KR_STORE_HDR - objlen - strings);
 
 	if (!e) {
-		idx = s->free_list;
-		e = &s->entries[idx];
-		s->free_list = e->next;
+		if (s->free_list) {
+			idx = s->free_list - 1;
+			e = &s->entries[idx];
+			s->free_list = e->next;
+		} else {
+			idx = (int32_t)s->fresh++;
+			e = &s->entries[idx];
+			memset(e, 0, sizeof(*e));
+		}
 		e->hash = h;
 		e->res = (uint16_t)res;
 		e->next = *bucket_of(s, h);
-		*bucket_of(s, h) = idx;
+		*bucket_of(s, h) = idx + 1;
 		s->nentries++;
 		rc = hold ? KR_STORE_ADDED : KR_STORE_NOT_HELD;
 	} else {
@@ -507,7 +509,7 @@ size_t kr_store_sweep(struct kr_store *s, int res, uint32_t seen,
 
 	if (res < 0 || res > UINT16_MAX)
 		return 0;
-	for (i = 0; i < s->max_entries && s->nentries; i++) {
+	for (i = 0; i < s->fresh && s->nentries; i++) {
 		const struct kr_entry *e = &s->entries[i];
 
 		if (!(e->flags & F_USED) || e->res != (uint16_t)res || e->seen == seen)
@@ -529,7 +531,7 @@ size_t kr_store_foreach(const struct kr_store *s, int res,
 	size_t n = 0;
 	uint32_t i;
 
-	for (i = 0; i < s->max_entries && n < s->nentries; i++) {
+	for (i = 0; i < s->fresh && n < s->nentries; i++) {
 		const struct kr_entry *e = &s->entries[i];
 
 		if (!(e->flags & F_USED) || (res >= 0 && e->res != res))
@@ -604,7 +606,9 @@ int kr_store_check(const struct kr_store *s, const char **why)
 		FAIL("dead bytes do not sum to garbage");
 	if (live != s->nentries)
 		FAIL("live records != nentries");
-	for (i = 0; i < s->max_entries; i++) {
+	if (s->fresh > s->max_entries)
+		FAIL("entries taken beyond the index");
+	for (i = 0; i < s->fresh; i++) {
 		const struct kr_entry *e = &s->entries[i];
 
 		if (!(e->flags & F_USED)) {
@@ -622,7 +626,7 @@ int kr_store_check(const struct kr_store *s, const char **why)
 	{
 		size_t bytes[KR_MAX_RESOURCES] = { 0 };
 
-		for (i = 0; i < s->max_entries; i++) {
+		for (i = 0; i < s->fresh; i++) {
 			const struct kr_entry *e = &s->entries[i];
 
 			if ((e->flags & F_USED) && (e->flags & F_HELD) && e->res < KR_MAX_RESOURCES)
@@ -633,8 +637,8 @@ int kr_store_check(const struct kr_store *s, const char **why)
 				FAIL("held bytes per resource");
 	}
 	for (i = 0; i < s->nbuckets; i++)
-		for (j = s->buckets[i]; j >= 0; j = s->entries[j].next) {
-			if ((uint32_t)j >= s->max_entries || !(s->entries[j].flags & F_USED))
+		for (j = s->buckets[i] - 1; j >= 0; j = s->entries[j].next - 1) {
+			if ((uint32_t)j >= s->fresh || !(s->entries[j].flags & F_USED))
 				FAIL("chain reaches a free or invalid entry");
 			if ((s->entries[j].hash & (s->nbuckets - 1u)) != i)
 				FAIL("entry in the wrong bucket");
@@ -643,13 +647,13 @@ int kr_store_check(const struct kr_store *s, const char **why)
 		}
 	if (chained != s->nentries)
 		FAIL("an entry is in no chain");
-	for (j = s->free_list; j >= 0; j = s->entries[j].next) {
-		if ((uint32_t)j >= s->max_entries || s->entries[j].flags)
+	for (j = s->free_list - 1; j >= 0; j = s->entries[j].next - 1) {
+		if ((uint32_t)j >= s->fresh || s->entries[j].flags)
 			FAIL("free list reaches a used or invalid entry");
-		if (++nfree > s->max_entries - s->nentries)
+		if (++nfree > s->fresh - s->nentries)
 			FAIL("free list too long (a cycle?)");
 	}
-	if (nfree != s->max_entries - s->nentries)
+	if (nfree != s->fresh - s->nentries)
 		FAIL("free list misses entries");
 	return 0;
 }

@@ -88,7 +88,7 @@ struct kr_store_view {
 struct kr_entry {
 	uint64_t hash;              /* of (res, key), masked with kr_store.hash_mask */
 	uint32_t rec;               /* arena offset of the record */
-	int32_t next;               /* next in the bucket chain, or in the free list; -1 ends */
+	int32_t next;               /* next in the bucket chain, or in the free list: index + 1; 0 ends */
 	uint32_t seen;              /* the caller's mark (relist generation) */
 	uint16_t res;
 	uint8_t flags;              /* used, held */
@@ -104,8 +104,9 @@ struct kr_store {
 	struct kr_entry *entries;
 	uint32_t max_entries;
 	uint32_t nentries;          /* entries in use, held or not */
-	int32_t free_list;
-	int32_t *buckets;
+	uint32_t fresh;             /* entries [fresh, max_entries) were never taken */
+	int32_t free_list;          /* index + 1 of the first freed entry; 0: none */
+	int32_t *buckets;           /* index + 1 of each chain's first entry; 0: empty */
 	uint32_t nbuckets;          /* power of two */
 	size_t reserve;             /* bytes kept free: an object is held only if it leaves this much free */
 	size_t objects;             /* entries whose object is held */

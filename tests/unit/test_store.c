@@ -18,7 +18,10 @@ static struct kr_store st;
 
 static struct kr_store *fresh(size_t arena_size, uint32_t max, uint32_t nb, size_t reserve)
 {
+	/* Caller memory need not be zeroed: the index's too starts as garbage. */
 	memset(arena, 0x5a, sizeof(arena));
+	memset(ents, 0x5a, sizeof(ents));
+	memset(bkts, 0x5a, sizeof(bkts));
 	kr_store_init(&st, arena, arena_size, ents, max, bkts, nb, reserve);
 	return &st;
 }
@@ -610,9 +613,51 @@ KR_TEST(store, check_catches_corruption)
 	s->objects++;
 	check(kr_store_check(s, &why) == KR_EINVAL);
 	s->objects--;
-	s->entries[2].next = 2;             /* a free-list cycle */
+	check(kr_store_delete(s, 0, "b", 1, NULL) == 1);   /* entry 1 goes on the free list */
+	check(kr_store_check(s, NULL) == 0);
+	s->entries[1].next = 2;             /* links are index + 1: a free-list cycle */
 	check(kr_store_check(s, &why) == KR_EINVAL);
-	s->entries[2].next = 3;
+	s->entries[1].next = 0;
+	s->fresh = ENTRIES + 1;             /* more entries taken than the index has */
+	check(kr_store_check(s, &why) == KR_EINVAL);
+	s->fresh = 2;
+	check(kr_store_check(s, NULL) == 0);
+	return 0;
+}
+
+/* Entries are taken in order as objects come (none is written before), freed
+ * ones first: the order a whole free list set up at init gave. */
+KR_TEST(store, entries_are_taken_in_order_and_freed_ones_first)
+{
+	struct kr_store *s = fresh(ARENA, ENTRIES, 4, 0);
+
+	check(s->fresh == 0 && s->free_list == 0);
+	check(put(s, 0, "a", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(put(s, 0, "b", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(put(s, 0, "c", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(s->fresh == 3);
+	check(kr_store_delete(s, 0, "b", 1, NULL) == 1);
+	check(kr_store_delete(s, 0, "a", 1, NULL) == 1);
+	check(put(s, 0, "d", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(s->fresh == 3 && s->entries[0].flags != 0);   /* a's entry, freed last */
+	check(put(s, 0, "e", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(put(s, 0, "f", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(s->fresh == 4 && kr_store_count(s, 0) == 4);
+	check(kr_store_check(s, NULL) == 0);
+	return 0;
+}
+
+/* A full index refuses the next new key, whatever the arena has left. */
+KR_TEST(store, a_full_index_refuses_a_new_key)
+{
+	struct kr_store *s = fresh(ARENA, 2, 4, 0);
+
+	check(put(s, 0, "a", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(put(s, 0, "b", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
+	check(put(s, 0, "c", "1", "", "{}", 0, NULL) == KR_ENOSPC);
+	check(put(s, 0, "b", "2", "", "{}", 0, NULL) == KR_STORE_MODIFIED);
+	check(kr_store_delete(s, 0, "a", 1, NULL) == 1);
+	check(put(s, 0, "c", "1", "", "{}", 0, NULL) == KR_STORE_ADDED);
 	check(kr_store_check(s, NULL) == 0);
 	return 0;
 }
