@@ -8,7 +8,7 @@
 
 void kr_auth_init(struct kr_auth *a)
 {
-	memset(a, 0, sizeof(*a));
+	kr_port_zero(a, sizeof(*a));
 }
 
 /* Reads path into buf as one token: trailing whitespace trimmed, one line. */

@@ -522,8 +522,10 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 		return fail(err, errlen, KR_EINVAL, "a selector is longer than %u bytes",
 			    (unsigned)KR_SELECTOR_MAX - 1);
 
-	/* The struct only: the arena's pages stay untouched until they are used. */
-	memset(c, 0, sizeof(*c));
+	/* The struct only, and only its pages that are not zero already: most of
+	 * it is buffers (connections, TLS, the inflater's window) that a client
+	 * may never use, and the arena's pages stay untouched until they are used. */
+	kr_port_zero(c, sizeof(*c));
 	c->cfg = *cfg;
 	c->max_objects = o;
 	c->arena_bytes = a;

@@ -54,7 +54,7 @@ static int conn_pending(struct kr_source *s)
 
 int kr_conn_init(struct kr_conn *c, struct kr_loop *loop, const struct kr_conn_cfg *cfg)
 {
-	memset(c, 0, sizeof(*c));
+	kr_port_zero(c, sizeof(*c));  /* its buffers: only pages already written */
 	c->cfg = *cfg;
 	if (!c->cfg.connect_timeout_ms)
 		c->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;

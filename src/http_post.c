@@ -377,7 +377,7 @@ int kr_http_post_init_opts(struct kr_http_post *p, struct kr_loop *loop, const c
 	struct kr_conn_cfg cfg;
 	int r, get;
 
-	memset(p, 0, sizeof(*p));
+	kr_port_zero(p, sizeof(*p));
 	memset(&cfg, 0, sizeof(cfg));
 	if (o)
 		p->o = *o;

@@ -57,7 +57,7 @@ static void fire(void *arg, unsigned long changes);
 int kr_notify_init(struct kr_notify *n, struct kr_loop *loop, const struct kr_notify_opts *o,
 		   char *err, size_t errlen)
 {
-	memset(n, 0, sizeof(*n));
+	kr_port_zero(n, sizeof(*n));
 	n->o = *o;
 	kr_debounce_init(&n->db, loop, o->debounce_ms, o->resources, fire, n);
 	if (o->exec) {

@@ -1731,7 +1731,10 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 {
 	int i, rc;
 
-	memset(top, 0, sizeof(*top));
+	/* Its scratch, tokens and the inflater's window are most of it: only the
+	 * pages already written are written again (kr_port_zero), and a client
+	 * that never inflates or never fills its scratch keeps them out of RAM. */
+	kr_port_zero(top, sizeof(*top));
 	top->loop = loop;
 	top->store = store;
 	top->opts = *opts;
@@ -1746,7 +1749,7 @@ int kr_reflect_init(struct kr_reflect *top, struct kr_loop *loop, struct kr_stor
 	for (i = 0; i < n; i++) {
 		struct kr_reflector *r = &refl[i];
 
-		memset(r, 0, sizeof(*r));
+		kr_port_zero(r, sizeof(*r));
 		r->top = top;
 		r->index = i;
 		r->res = res[i];

@@ -1950,7 +1950,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 	char path[108];
 	int loopback = 0, kind, fd, i, r;
 
-	memset(s, 0, sizeof(*s));
+	kr_port_zero(s, sizeof(*s));  /* its history and connections: only pages already written */
 	s->loop = loop;
 	s->top = top;
 	s->store = store;

@@ -183,7 +183,7 @@ int kr_state_init(struct kr_state *st, struct kr_reflect *top, struct kr_loop *l
 	size_t n;
 	int r;
 
-	memset(st, 0, sizeof(*st));
+	kr_port_zero(st, sizeof(*st));
 	st->o = *o;
 	st->top = top;
 	st->fd = -1;
