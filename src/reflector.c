@@ -796,6 +796,7 @@ static void list_item(struct kr_reflector *r, size_t len)
 		return;
 	}
 	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0, ix));
+	r->list_applied++;
 }
 
 /* --- responses -------------------------------------------------------------------------- */
@@ -1178,6 +1179,16 @@ static void list_failed(struct kr_reflector *r, const char *why)
 	if (r->status == 0)
 		unreachable(r);
 	r->errors++;
+	/*
+	 * Its items reached the mirror and the outputs already, and the pager's
+	 * full list after an expired token is served at the newest version:
+	 * the next list at the resourceVersion this one started from (exact
+	 * when paginated) would hand them out again, older. The latest (a
+	 * consistent read) is never older than what they have, as after a
+	 * watch-list that broke off.
+	 */
+	if (r->list_applied && r->last_rv[0])
+		r->rv_unavailable = 1;
 	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
 	backoff_then(r, start_cycle, "list failed");
 }
@@ -1624,6 +1635,7 @@ static void start_list(struct kr_reflector *r)
 	r->list_pages = 0;
 	r->list_full_retry = 0;
 	r->list_expired_retried = 0;
+	r->list_applied = 0;
 	r->continue_token[0] = '\0';
 	r->list_rv[0] = '\0';
 	r->retry_after_count = 0;

@@ -103,6 +103,7 @@ struct kr_reflector {
 	char last_rv[KR_RV_MAX];
 	int rv_unavailable;
 	int wl_applied;                /* object events the watch-list applied before its end bookmark */
+	int list_applied;              /* items this list (its pages, its full retry) applied */
 	int paginated_result;
 
 	/* the list in progress */
