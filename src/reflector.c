@@ -649,7 +649,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		kr_ms_t cap = r->watch_start + WL_DEADLINE_CAP * (kr_ms_t)top->opts.initial_events_timeout_ms;
 
 		kr_loop_timer_at(top->loop, &r->deadline, quiet < cap ? quiet : cap);
-		r->wl_applied++;
+		r->applied++;
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 		size_t objlen = settle_object(r, json, len, t, n, o, ix);
@@ -796,7 +796,7 @@ static void list_item(struct kr_reflector *r, size_t len)
 		return;
 	}
 	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0, ix));
-	r->list_applied++;
+	r->applied++;
 }
 
 /* --- responses -------------------------------------------------------------------------- */
@@ -1174,21 +1174,27 @@ static void list_done(struct kr_reflector *r)
 	start_watch(r);
 }
 
+/*
+ * A sync attempt that broke off after putting objects out (a list's items
+ * go out as they come; a watch-list's events before its end bookmark) had
+ * some newer than the resourceVersion it started from: the pager's full
+ * list after an expired token and a watch-list are served at the newest.
+ * The next list at that resourceVersion (exact when paginated) would hand
+ * them out again, older; the latest (a consistent read) never is. With no
+ * resourceVersion yet the list is at "0" (any), as client-go's first.
+ */
+static void list_latest_after_partial(struct kr_reflector *r)
+{
+	if (r->applied && r->last_rv[0])
+		r->rv_unavailable = 1;
+}
+
 static void list_failed(struct kr_reflector *r, const char *why)
 {
 	if (r->status == 0)
 		unreachable(r);
 	r->errors++;
-	/*
-	 * Its items reached the mirror and the outputs already, and the pager's
-	 * full list after an expired token is served at the newest version:
-	 * the next list at the resourceVersion this one started from (exact
-	 * when paginated) would hand them out again, older. The latest (a
-	 * consistent read) is never older than what they have, as after a
-	 * watch-list that broke off.
-	 */
-	if (r->list_applied && r->last_rv[0])
-		r->rv_unavailable = 1;
+	list_latest_after_partial(r);
 	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
 	backoff_then(r, start_cycle, "list failed");
 }
@@ -1310,15 +1316,7 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
 		kr_log(KR_LOG_INFO, "%s: watch-list failed (%s); falling back to a list",
 		       r->res.name, why);
 	}
-	/*
-	 * Its events reached the mirror and the outputs already, some newer
-	 * than the resourceVersion the watch-list started from: a list at that
-	 * one (exact when paginated) would hand them older versions again. The
-	 * latest (a consistent read) is never older than what they have. With
-	 * no resourceVersion yet the list is at "0" (any), as client-go's first.
-	 */
-	if (r->wl_applied && r->last_rv[0])
-		r->rv_unavailable = 1;
+	list_latest_after_partial(r);
 	start_list(r);
 }
 
@@ -1565,7 +1563,7 @@ static void request(struct kr_reflector *r, int kind)
 		r->phase = kind == REQ_WATCH ? KR_PH_WATCH : KR_PH_WATCHLIST;
 		r->watch_start = kr_port_now_ms();
 		r->events = 0;
-		r->wl_applied = 0;
+		r->applied = 0;
 		r->bookmark_seen = 0;
 		r->last_bookmark = 0;
 		r->skipped = 0;
@@ -1635,7 +1633,7 @@ static void start_list(struct kr_reflector *r)
 	r->list_pages = 0;
 	r->list_full_retry = 0;
 	r->list_expired_retried = 0;
-	r->list_applied = 0;
+	r->applied = 0;
 	r->continue_token[0] = '\0';
 	r->list_rv[0] = '\0';
 	r->retry_after_count = 0;

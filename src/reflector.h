@@ -102,8 +102,9 @@ struct kr_reflector {
 	/* client-go's state */
 	char last_rv[KR_RV_MAX];
 	int rv_unavailable;
-	int wl_applied;                /* object events the watch-list applied before its end bookmark */
-	int list_applied;              /* items this list (its pages, its full retry) applied */
+	int applied;                   /* objects this sync attempt put out before it completed: a
+					  list's items (its pages, its full retry), a watch-list's
+					  events before its end bookmark */
 	int paginated_result;
 
 	/* the list in progress */
