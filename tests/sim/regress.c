@@ -29,6 +29,14 @@ static void configmaps(int n)
 		kr_sim_create(KR_SIM_CONFIGMAPS, 3 * i);
 }
 
+/* The usual world: the server, n configmaps in "default", and one mirror of them (resource 0). */
+static void configmap_mirror(struct scenario *sc, int watch_list, int rv0_ignores_limit, int n)
+{
+	server(watch_list, rv0_ignores_limit);
+	configmaps(n);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+}
+
 static void script(const char *match, int watch, int count, const struct kr_sim_fault *f, void (*before)(void))
 {
 	struct kr_sim_script sc;
@@ -58,9 +66,7 @@ static void continue_expired(struct scenario *sc)
 {
 	struct kr_sim_fault f;
 
-	server(0, 0);
-	configmaps(5);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 0, 0, 5);
 	sc->opts.watch_list = KR_WL_OFF;
 	sc->opts.page_size = 2;
 	kr_sim_fault_none(&f);
@@ -95,9 +101,7 @@ static void bad_chunk(struct scenario *sc)
 {
 	struct kr_sim_fault f;
 
-	server(1, 1);
-	configmaps(3);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 1, 1, 3);
 	sc->opts.watch_list = KR_WL_OFF;
 	kr_sim_fault_none(&f);
 	f.ev_fault = KR_SIM_EV_BAD_CHUNK;
@@ -117,9 +121,7 @@ static void cut_event(struct scenario *sc)
 {
 	struct kr_sim_fault f;
 
-	server(1, 1);
-	configmaps(3);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 1, 1, 3);
 	sc->opts.watch_list = KR_WL_OFF;
 	kr_sim_fault_none(&f);
 	f.ev_fault = KR_SIM_EV_CUT;
@@ -361,9 +363,7 @@ static void watch_list_fallback_older(struct scenario *sc)
 {
 	struct kr_sim_fault f;
 
-	server(1, 0);
-	configmaps(4);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 1, 0, 4);
 	sc->opts.watch_list = KR_WL_AUTO;
 	sc->opts.page_size = 2;
 	sc->opts.page_size_forced = 1;
@@ -390,18 +390,11 @@ static void watch_list_fallback_older(struct scenario *sc)
  * paginated) and handed those items out again, older, as MODIFIED (seed
  * 15612 of 20,000).
  */
-static void modify_first_slot(void)
-{
-	kr_sim_update(KR_SIM_CONFIGMAPS, 0);
-}
-
 static void list_broken_older(struct scenario *sc)
 {
 	struct kr_sim_fault f;
 
-	server(0, 0);
-	configmaps(4);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 0, 0, 4);
 	sc->opts.watch_list = KR_WL_OFF;
 	sc->opts.page_size = 2;
 	sc->opts.page_size_forced = 1;
@@ -414,7 +407,7 @@ static void list_broken_older(struct scenario *sc)
 	/* The relist's second page: a change first, then the token has expired. */
 	kr_sim_fault_none(&f);
 	f.status = 410;
-	script("continue=", 0, 1, &f, modify_first_slot);
+	script("continue=", 0, 1, &f, modify_first);
 	/* The full list that follows breaks off after its first item (the changed one). */
 	kr_sim_fault_none(&f);
 	f.ev_after = 1;
@@ -474,9 +467,7 @@ static const char *restored_once(const struct kr_reflect *top)
  */
 static void warm_restart_silent(struct scenario *sc)
 {
-	server(1, 1);
-	configmaps(6);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 1, 1, 6);
 	sc->state = 1;
 	kr_sim_at(20000, modify_first);
 	sc->nrestarts = 1;
@@ -503,9 +494,7 @@ static const char *warm_no_list(const struct kr_reflect *top)
  */
 static void offline_start(struct scenario *sc)
 {
-	server(1, 1);
-	configmaps(5);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 1, 1, 5);
 	sc->state = 1;
 	sc->state_interval_s = 5;
 	sc->max_stale_s = 3600;
@@ -545,9 +534,7 @@ static void changes_while_down(void)
 
 static void restart_compacted(struct scenario *sc)
 {
-	server(0, 1);
-	configmaps(5);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 0, 1, 5);
 	sc->opts.watch_list = KR_WL_OFF;
 	sc->state = 1;
 	sc->state_interval_s = 5;
@@ -572,9 +559,7 @@ static const char *one_relist(const struct kr_reflect *top)
 /* A snapshot written for another configuration (managedFields kept) is ignored whole. */
 static void other_config(struct scenario *sc)
 {
-	server(1, 1);
-	configmaps(4);
-	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	configmap_mirror(sc, 1, 1, 4);
 	sc->state = 1;
 	sc->state_interval_s = 5;
 	sc->nrestarts = 1;
