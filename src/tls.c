@@ -26,6 +26,9 @@
 
 /* mbedTLS's only heap: every handshake, record buffer and certificate lives here. */
 static unsigned char tls_heap[KR_TLS_HEAP_SIZE] __attribute__((aligned(16)));
+/* Bytes at the heap's start kept when its pages are given back: the buffer
+ * allocator's first block header (8 words: 64 bytes on 64-bit), with room. */
+#define TLS_HEAP_HEAD 256u
 
 #if defined(MBEDTLS_ENTROPY_HARDWARE_ALT)
 /* A firmware's own mbedTLS with an entropy pool: the hook it calls by this name. */
@@ -58,10 +61,10 @@ int kr_tls_global_init(void)
 	 * That zeroed the whole heap (memory_buffer_alloc.c), which made every
 	 * page of it resident: 496 KB of RSS for a heap that one connection uses
 	 * a tenth of. The heap is static storage, so its pages may go back and
-	 * read as zeros again; the allocator's one header (its first 64 bytes)
-	 * stays, and what it hands out later it zeroes itself (calloc).
+	 * read as zeros again; the allocator's one header stays (TLS_HEAP_HEAD
+	 * covers it), and what it hands out later it zeroes itself (calloc).
 	 */
-	kr_port_discard(tls_heap + 256, sizeof(tls_heap) - 256);
+	kr_port_discard(tls_heap + TLS_HEAP_HEAD, sizeof(tls_heap) - TLS_HEAP_HEAD);
 	if (psa_crypto_init() != PSA_SUCCESS)
 		return KR_ETLS;
 	started = 1;
