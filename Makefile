@@ -70,13 +70,14 @@ else
 $(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
 endif
 
-# Smaller builds (README "Sizes"). WITHOUT="listen sidecar state proxy discovery
-# hooks dir kubeconfig dns full_help gzip" leaves those features out (config/kreflect_config.h's
-# KR_WITH_*: their flags then say "not built in"); PROFILE=tiny is the gateway build:
-# TLS 1.3 only with ECDSA P-256, X25519 and one AEAD (config/mbedtls_config_tiny.h),
-# the compile-time resource table only, none of those features (flags or in-cluster
-# instead of a kubeconfig, IP addresses instead of names, a short --help), capacities for ~100 objects (config/tiny.h).
-# Each gets its own build directory, mbedTLS included: build/<target>-tiny/.
+# Smaller builds (config/README.md "Leaving features out"). WITHOUT="listen sidecar state
+# proxy discovery hooks dir kubeconfig dns full_help gzip" leaves those features out
+# (config/kreflect_config.h's KR_WITH_*: their flags then say "not built in"); PROFILE=tiny
+# is the gateway build: TLS 1.3 only with ECDSA P-256, X25519 and one AEAD
+# (config/mbedtls_config_tiny.h), the compile-time resource table only, none of those
+# features (flags or in-cluster instead of a kubeconfig, IP addresses instead of names, a
+# short --help), capacities for ~100 objects (config/tiny.h). Each gets its own build
+# directory, mbedTLS included: build/<target>-tiny/.
 PROFILE ?=
 ifeq ($(PROFILE),tiny)
 WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
@@ -363,8 +364,9 @@ $(O)/fuzz/%: $(O)/obj/tests/fuzz/fuzz_%.o $(OBJ) $(MBEDTLS_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS_$*) -fsanitize=fuzzer -o $@ $^
 
-# The long --help as gzip bytes (src/help.c expands it; README "Sizes"): main.c's
-# text through the preprocessor, for the capacities it names, then python3.
+# The long --help as gzip bytes (src/help.c expands it; tests/build/README.md "Where the
+# bytes go"): main.c's text through the preprocessor, for the capacities it names, then
+# python3.
 $(O)/gen/usage_gz.h: src/main.c tests/tools/help_gz.py $(O)/flags.stamp | $(MBEDTLS_STAMP) $(JSMN_H)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -DKR_HELP_EXTRACT -E src/main.c | python3 tests/tools/help_gz.py > $@.tmp && mv -f $@.tmp $@

@@ -216,7 +216,7 @@
 #error "KR_SERVE_TARGET_MAX must be 256 to KR_SERVE_IN_BYTES"
 #endif
 
-/* --- features built in (README "Sizes") -------------------------------------------- */
+/* --- features built in (config/README.md "Leaving features out") -------- */
 
 /*
  * Each optional feature can be left out of a build to make the binary smaller

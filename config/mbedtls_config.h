@@ -48,7 +48,7 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 /* PSA crypto is required by TLS 1.3 in 3.6. Without MBEDTLS_USE_PSA_CRYPTO,
  * X.509, PK and the TLS 1.2 records call the crypto directly: 10,464 bytes of
  * text less, and the same instructions per event over TLS (callgrind, 116,543
- * against 116,488: tests/build/levers.sh and README "Sizes"). */
+ * against 116,488: tests/build/levers.sh, tests/build/README.md "mbedTLS options"). */
 #define MBEDTLS_PSA_CRYPTO_C
 #define MBEDTLS_PSA_KEY_STORE_DYNAMIC
 /* Our buffers are never shared with another party: PSA need not copy every
@@ -71,7 +71,8 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
  * found through -Iport/crypto) replaces all of library/gcm.c: four blocks per
  * GHASH reduction and four AES blocks at a time with AES-NI + PCLMULQDQ (x86_64)
  * or AESE + PMULL (aarch64), checked at run time, and a portable path elsewhere
- * (KREFLECT_GCM_SOFTWARE=1 forces it). Figures in the README ("AES-GCM"). */
+ * (KREFLECT_GCM_SOFTWARE=1 forces it). Figures: tests/bench/README.md "AEAD per
+ * target (make bench-aead)". */
 #define MBEDTLS_GCM_ALT
 /* --- end of kreflect's AES-GCM --------------------------------------------- */
 #define MBEDTLS_CHACHA20_C

@@ -1,5 +1,5 @@
 /*
- * mbedTLS 3.6 configuration of `make PROFILE=tiny` (README "Sizes"): the
+ * mbedTLS 3.6 configuration of `make PROFILE=tiny` (config/README.md "The tiny profile"): the
  * smallest client that still talks to a real API server over verified TLS.
  *
  *   - TLS 1.3 only (kube-apiserver offers it since Go 1.13), client side;
@@ -48,7 +48,7 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
  * aarch64 ChaCha20-Poly1305: this build has no code for Arm's AES instructions
  * (mbedTLS's AESCE is not in it), so AES would be software AES with table
  * lookups; ChaCha20 needs none, and is 2,796 (armv7) and 2,192 (aarch64) bytes
- * of text smaller (README "Sizes"). kube-apiserver (Go) always offers
+ * of text smaller (tests/build/README.md "Sizes"). kube-apiserver (Go) always offers
  * TLS_CHACHA20_POLY1305_SHA256 with TLS 1.3.
  */
 #if defined(__arm__) || defined(__aarch64__)

@@ -2,7 +2,7 @@
  * Capacities of `make PROFILE=tiny` (read first through KR_USER_CONFIG): the
  * compile-time resource table's one resource and about 100 small objects, for
  * gateways with a few MB of flash and RAM. Each may still be set with -D.
- * README "Sizes" has the measured peak RSS.
+ * tests/build/README.md "Sizes" has the measured peak RSS.
  */
 #ifndef KR_TINY_H
 #define KR_TINY_H

@@ -1,5 +1,5 @@
 /*
- * client-go's reflector backoff, exactly (reference section 1.9): 0.8 s
+ * client-go's reflector backoff, exactly (src/README.md "Constants"): 0.8 s
  * doubling to a 30 s cap, jitter x[1, 2), 38 steps, reset to 0.8 s when more
  * than 2 minutes passed since the last reset. And the small PRNG behind the
  * jitter and the random watch timeouts, seeded from the port's entropy.

@@ -1,6 +1,6 @@
 /*
  * The long --help, stored gzip-compressed in the binary and expanded at
- * --help time by our inflater (README "Sizes": 7 KB less in the file).
+ * --help time by our inflater (tests/build/README.md "Where the bytes go": 7 KB less in the file).
  */
 #ifndef KR_HELP_H
 #define KR_HELP_H

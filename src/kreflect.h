@@ -59,7 +59,8 @@ enum kr_err {
 	KR_EAUTH = -10,     /* credentials refused */
 	KR_ESTATE = -11,    /* call not valid in the current state */
 	KR_ECANCELED = -12, /* abandoned by the caller */
-	KR_ENOTSUP = -13,   /* the feature is not built into this library (README "Sizes") */
+	KR_ENOTSUP = -13,   /* the feature is not built into this library
+	                       (config/README.md "Leaving features out") */
 };
 
 /* A short, static, human-readable name for a KR_E... code (never NULL). */
@@ -120,7 +121,7 @@ struct kr_config {
 	int stop_after_sync;           /* 1: kr_client_run returns once every resource synced */
 	int log_level;                 /* -1 none, 0 warnings, 1 info (default), 2 debug, 3 trace */
 
-	/* persistence (README "Restarts: the state directory"): NULL or "" off */
+	/* persistence (src/README.md "The state directory"): NULL or "" off */
 	const char *state_dir;         /* snapshots of the mirror: a restart watches from where it
 					  stopped, with no list (default KR_STATE_DIR_DEFAULT, "") */
 	int state_interval_s;          /* at most one write per interval; 0: 60 */
@@ -349,8 +350,8 @@ int kr_object_field(const char *obj, size_t objlen, const char *path, char *buf,
  * /healthz, /readyz, Prometheus /metrics and a read-only Kubernetes API of
  * the mirror (lists, gets, watches from the mirror's change feed) for the
  * other programs of the device, served from the client's own loop (its
- * descriptors come out of kr_client_fds like the others). README: "Serve
- * the mirror locally".
+ * descriptors come out of kr_client_fds like the others). src/README.md
+ * "The local endpoint".
  */
 struct kr_listen_config {
 	const char *address;           /* 127.0.0.1:PORT, [::1]:PORT or unix:/PATH (mode 0600);

@@ -229,7 +229,7 @@ static const char usage[] =
 	"  supervisor mode: PROGRAM's exit code (128+N if signal N ended it); 126 if PROGRAM\n"
 	"  could not be run, 127 if it was not found\n";
 #elif !KR_WITH_FULL_HELP
-/* A smaller build (README "Sizes"): the full text is 15 KB; the README has it. */
+/* A smaller build (config/README.md "Leaving features out"): the full text is 15 KB. */
 static const char usage[] =
 	"usage: kreflect [flags] [RESOURCE ...]\n"
 	"a smaller build of kreflect: the flags are those of the README's full build, less\n"
@@ -258,7 +258,8 @@ struct options {
 
 static void print_version(void)
 {
-	/* What a smaller build (README "Sizes") leaves out, so that a device can tell. */
+	/* What a smaller build (config/README.md "Leaving features out") leaves out,
+	 * so that a device can tell. */
 	static const struct {
 		int on;
 		const char *name;
@@ -789,8 +790,8 @@ static const char *env_get(void *arg, const char *name)
 }
 
 /*
- * A flag whose feature this build leaves out (README "Sizes") is refused by
- * name: running without the endpoint or the hooks the user asked for would
+ * A flag whose feature this build leaves out (config/README.md "Leaving features
+ * out") is refused by name: running without the endpoint or the hooks the user asked for would
  * look like success.
  */
 static int features_check(const struct options *o)

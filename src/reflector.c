@@ -1639,7 +1639,7 @@ static void start_list(struct kr_reflector *r)
 	r->retry_after_count = 0;
 	copy_str(r->list_req_rv, sizeof(r->list_req_rv), rv);
 	r->list_has_rv = rv[0] != '\0';
-	/* client-go's page size rules (reference 1.4). */
+	/* client-go's page size rules (src/README.md "One ListAndWatch"). */
 	if (top->opts.page_size_forced)
 		r->list_limit = top->opts.page_size;
 	else if (r->paginated_result)

@@ -1,5 +1,5 @@
 /*
- * The reflector: client-go's list/watch state machine (reference section 1)
+ * The reflector: client-go's list/watch state machine (src/README.md "The reflector")
  * for every configured resource at once, on the one loop, feeding the store
  * and the sinks.
  *

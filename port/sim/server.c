@@ -1,8 +1,8 @@
 /*
  * The simulated kube-apiserver: HTTP/1.1 over the simulated sockets, one
  * request at a time per connection (keep-alive), with the semantics of
- * tests/apiserver (kstore.py, apiserver.py) and reference/reflector-spec.md
- * section 2:
+ * tests/apiserver (kstore.py, apiserver.py) and src/README.md "The wire
+ * format":
  *
  *   LIST   resourceVersion "" (latest), "0" (latest; limit ignored if the
  *          setting says so), N without limit (NotOlderThan: latest), N with
@@ -343,11 +343,11 @@ static const char *default_message(int code)
 }
 
 /*
- * Does client-go's reflector (and so kreflect) have to wait before its next
- * request after this answer? reference 1.10: a list's 410 and TooLarge are
- * retried at once (RV ""), a watch-list's 5xx/4xx fall back to a LIST at
- * once, except 429/401/403 and anything with Retry-After; every failed
- * watch waits (backoff, or Retry-After).
+ * Does client-go's reflector (and so kreflect) have to wait before its next request after
+ * this answer? (src/README.md "One ListAndWatch" and "Watch"): a list's 410 and TooLarge
+ * are retried at once (RV ""), a watch-list's 5xx/4xx fall back to a LIST at once, except
+ * 429/401/403 and anything with Retry-After; every failed watch waits (backoff, or
+ * Retry-After).
  */
 static int must_wait(int req_kind, int code, int retry_after, int too_large)
 {
@@ -1179,7 +1179,7 @@ static int watch_fault(int s)
 	}
 	case KR_SIM_EV_BAD_CHUNK:
 		kr_sim_trace("fd %d: fault: bad chunk after %d events", 100 + s, c->events);
-		/* As for a stream that is not JSON (DESIGN: "likewise a framing or chunking error");
+		/* As for a stream that is not JSON (src/README.md "Watch": a malformed stream);
 		 * the parser judges a chunk-size line once it has the whole line. */
 		if (c->req_kind == REQ_WATCH)
 			kr_sim_sock_verdict(s, kr_sim_sock_written(s), kr_sim_sock_written(s) + 4, c->req_kind,

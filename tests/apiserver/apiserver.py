@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A simulated kube-apiserver for kreflect's end-to-end tests (standard library only).
 
-It speaks the wire format of reference/reflector-spec.md section 2: HTTPS (TLS 1.2
+It speaks the wire format of src/README.md "The wire format": HTTPS (TLS 1.2
 and 1.3) with bearer-token and client-certificate auth, HTTP/1.1 keep-alive,
 discovery, LIST with limit/continue/resourceVersion(Match)/selectors, WATCH with
 replay, bookmarks, watch-list (sendInitialEvents) and timeoutSeconds, 410/504

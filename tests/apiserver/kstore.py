@@ -9,8 +9,8 @@ One lock (`Store.lock`) guards all of it; `Store.cond` is signalled on every new
 event (and on settings changes and dropped watches), `Store.meta_cond` (same lock)
 on request-log and watch-registry changes.
 
-Semantics follow kube-apiserver with the watch cache (see
-reference/reflector-spec.md, section 2): every write bumps the single global
+Semantics follow kube-apiserver with the watch cache (see src/README.md
+"The wire format"): every write bumps the single global
 resourceVersion by one and records exactly one event, so the history is a list
 whose i-th entry has resourceVersion `compacted_rv + 1 + i`.
 """

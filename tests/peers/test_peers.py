@@ -17,7 +17,7 @@ outputs must equal the server's objects, and kreflect must not have taken
 more requests, or more response bytes, than client-go (the server's request
 log, per User-Agent, from the first request to the stop of both).
 
-Where client-go is known to fail (reflector-spec.md: a watch-list whose
+Where client-go is known to fail (src/README.md "One ListAndWatch": a watch-list whose
 initial-events-end bookmark never comes hangs it until the server's
 timeoutSeconds, 5 to 10 minutes), the scenario says so: client-go must still
 be unsynced at the end (so the claim stays true) and kreflect must converge.
@@ -92,8 +92,8 @@ class Run:
         self.s = e2e.Scenario(name)
         self.mode = mode
         self.s.server("--bookmark-interval", "60", *server_args)
-        # client-go asks for gzip (Go's transport) and kreflect does not (no
-        # zlib): bytes are compared uncompressed, so no LIST is gzipped here.
+        # Both clients ask for gzip on LISTs; bytes are compared uncompressed,
+        # so no LIST is gzipped here.
         self.s.ctl.settings(gzip=False)
         for i in range(initial):
             self.s.create("cm-%02d" % i, {"k": "v%d" % i})
@@ -357,7 +357,7 @@ def t_deleted_away(r):
 
 
 CG_WL_HANG = ("client-go's watch-list waits for the initial-events-end bookmark until the "
-              "server's timeoutSeconds (300-600 s) ends the watch (reflector-spec.md 1.5)")
+              "server's timeoutSeconds (300-600 s) ends the watch (src/README.md \"One ListAndWatch\")")
 
 
 def wl_hang(value):
@@ -401,7 +401,7 @@ RANDOM_SECONDS = float(os.environ.get("PEERS_RANDOM_SECONDS", "20"))
 # Under a random schedule the two clients recover by different paths, and
 # bytes follow the path: after a cut chunk or a garbage line kreflect
 # re-watches from its last resourceVersion and is sent every change since
-# (reflector-spec.md 5.4, issue #16), where client-go takes the decode error
+# (src/README.md "Watch"), where client-go takes the decode error
 # for an InternalError and relists, which sends each object once, in its
 # current state. With many changes during the outage the replay is the
 # larger of the two: kreflect may take up to this fraction more bytes there.

@@ -155,8 +155,8 @@ static void deleted_not_held(struct scenario *sc)
 
 /*
  * A token rotated while a request was on its way: the 401 is retried at once
- * with the token re-read from the file, and costs no relist (README, "Token
- * rotation"). Not a bug found; a path the random seeds reach too rarely.
+ * with the token re-read from the file, and costs no relist (README "Run it against your own
+ * cluster"). Not a bug found; a path the random seeds reach too rarely.
  */
 static void rotate_both(void)
 {
@@ -461,7 +461,7 @@ static const char *restored_once(const struct kr_reflect *top)
 }
 
 /*
- * The warm restart's promise (README "Restarts: the state directory"): a
+ * The warm restart's promise (src/README.md "The state directory"): a
  * clean stop, nothing changed while down, the saved resourceVersion still
  * served: no LIST, no watch-list, no event but the restored ones.
  */

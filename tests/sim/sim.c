@@ -73,7 +73,7 @@
 #include "tls.h"
 
 /*
- * client-go's reflector backoff (reference 1.9), written out here rather
+ * client-go's reflector backoff (src/README.md "Constants"), written out here rather
  * than taken from src/backoff.h, so that a wrong constant there fails
  * property (4) instead of moving its bounds: the k-th step after a reset
  * waits min(0.8 s * 2^(k-1), 30 s) times a jitter factor in [1, 2), and a

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PROFILE=tiny build (README "Sizes") end to end, on tests/e2e's harness.
+"""The PROFILE=tiny build (config/README.md "The tiny profile") end to end, on tests/e2e's harness.
 
     python3 tests/tiny/test_tiny.py BINARY [-j N] [NAME ...]
 
@@ -29,7 +29,8 @@ from test_e2e import check, wait_until, scenario  # noqa: E402
 
 e2e.SCENARIOS.clear()        # the e2e suite's own scenarios run in tests/e2e
 NATIVE = os.environ.get("KR_TINY_NATIVE") == "1"
-# Peak resident memory allowed for 100 objects (README "Sizes" has the measured figure).
+# Peak resident memory allowed for 100 objects (tests/build/README.md "Sizes" has
+# the measured figure).
 MAX_RSS_KB = int(os.environ.get("KR_TINY_MAX_RSS_KB", "560"))
 
 
