@@ -85,7 +85,8 @@ target_suites() {
 	run_suite "serve/$t" sh tests/serve/run.sh "$t"
 	run_suite "state/$t" sh tests/state/run.sh "$t"
 	run_suite "sidecar/$t" sh tests/sidecar/run.sh "$t"
-	# The PROFILE=tiny build (README "Sizes"): on x86_64, and on the ARM targets under qemu-user.
+	# The PROFILE=tiny build (config/README.md "The tiny profile"): on x86_64, and on
+	# the ARM targets under qemu-user.
 	case $t in x86_64 | aarch64 | armv7) run_suite "tiny/$t" sh tests/tiny/run.sh "$t" ;; esac
 }
 
@@ -94,6 +95,8 @@ host_suites() {
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite readme-library python3 tests/example/readme.py
+	# Every relative Markdown link, and every README section named in words, resolves.
+	run_suite docs python3 tests/docs/check_docs.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).
 	run_suite peers python3 tests/peers/test_peers.py
 	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).
