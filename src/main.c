@@ -761,9 +761,10 @@ static int run_hooks_once(void)
 }
 
 /*
- * --once: a resource whose last sync was partial (objects that could not be
- * read or indexed, so their absence means nothing) fails the run. Objects
- * known but too large to hold do not: they are named and counted.
+ * --once: a resource whose mirror is partial fails the run: objects that
+ * could not be read or indexed, or are present but not held (the arena
+ * full, the resource's share used, larger than the space for one), are
+ * missing from the output, files and hooks alike.
  */
 static int partial_mirror(void)
 {
@@ -773,7 +774,7 @@ static int partial_mirror(void)
 	for (i = 0; i < n; i++)
 		if (kr_client_status(client, i, &st) == 0 && st.partial) {
 			kr_log(KR_LOG_ERROR, "--once: the mirror of %s is partial: the objects that could not be "
-			       "read or indexed are named above (raise --max-objects, --arena-bytes or --memory)",
+			       "read, indexed or held are named above (raise --max-objects, --arena-bytes or --memory)",
 			       st.resource);
 			bad = 1;
 		}

@@ -80,7 +80,7 @@ static void emit(struct kr_reflector *r, enum kr_event_type type, const char *ke
 	ev.obj = obj;
 	ev.objlen = objlen;
 	ev.count = count;
-	ev.partial = type == KR_EV_SYNCED && r->skipped > 0;
+	ev.partial = type == KR_EV_SYNCED && r->partial;
 	ev.restored = 0;
 	ev.warm = 0;
 	for (i = 0; i < top->nsinks; i++)
@@ -467,10 +467,56 @@ static void sweep_fn(void *arg, const struct kr_store_view *v)
 }
 
 /* A complete (re)list: unseen objects are gone; tell the sinks. */
+size_t kr_reflector_held(const struct kr_reflector *r, size_t *present)
+{
+	size_t count = kr_store_count(r->top->store, r->index);
+	size_t not_held = kr_store_not_held(r->top->store, r->index);
+	/* A sync under way counts its own; else the last one's, and the events' since. */
+	size_t missing = (size_t)(r->skipped > r->unindexed ? r->skipped : r->unindexed);
+
+	if (present)
+		*present = count + missing;
+	return count - not_held;
+}
+
+/*
+ * Every way an object can be missing from the mirror makes it partial: not
+ * read or not indexed (r->skipped, r->unindexed), or present but not held.
+ */
+static int lacks_objects(const struct kr_reflector *r)
+{
+	size_t present;
+
+	return kr_reflector_held(r, &present) != present;
+}
+
+/*
+ * After a watch event: an object that could not be held makes the mirror
+ * partial at once (the health reports and the state directory say so; the
+ * JSON lines printed nothing for it), one held again may make it whole.
+ */
+static void watch_partial(struct kr_reflector *r)
+{
+	int was = r->partial;
+	size_t held, present;
+
+	if (r->phase != KR_PH_WATCH)
+		return;
+	r->partial = lacks_objects(r);
+	if (r->partial == was)
+		return;
+	held = kr_reflector_held(r, &present);
+	if (r->partial)
+		kr_log(KR_LOG_ERROR, "%s: the mirror is partial: %zu of %zu objects held; a delete "
+		       "on the server relists for the rest", r->res.name, held, present);
+	else
+		kr_log(KR_LOG_INFO, "%s: the mirror is whole again: %zu objects held", r->res.name, held);
+}
+
 static void synced(struct kr_reflector *r, const char *rv, const char *how)
 {
 	struct kr_reflect *top = r->top;
-	size_t count;
+	size_t count, held, swept = 0;
 
 	/*
 	 * Objects whose key could not be read may be ones the store holds: keep
@@ -482,22 +528,34 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held; keeping their old "
 		       "state rather than deleting it", r->res.name, r->skipped);
 	else
-		kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
+		swept = kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
 	if (r->skipped && r->skipped == r->skipped_known)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: no room in the index "
 		       "(--max-objects)", r->res.name, r->skipped);
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->rv_unavailable = 0;
-	r->partial = r->skipped > 0;
-	/* The sweep may have freed the room the list lacked: list again for the rest, soon. */
-	if (r->partial && top->store->nentries < top->store->max_entries)
+	r->unindexed = r->skipped;
+	r->partial = lacks_objects(r);
+	/*
+	 * The sweep may have freed the room the list lacked: list again for the
+	 * rest, soon. Index slots for those not indexed; arena bytes for those
+	 * not held.
+	 */
+	if ((r->skipped_known && top->store->nentries < top->store->max_entries) ||
+	    (swept && kr_store_not_held(top->store, r->index)))
 		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
 	r->listing = 0;
 	r->restored = 0;
 	count = kr_store_count(top->store, r->index);
+	held = kr_reflector_held(r, NULL);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
-	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
-	       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
+	if (r->partial)
+		kr_log(KR_LOG_ERROR, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms, "
+		       "partial: %zu of %zu held", r->res.name, count, r->last_rv, how,
+		       (long long)(kr_port_now_ms() - r->cycle_start), held, count + (size_t)r->skipped);
+	else
+		kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
+		       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
 	tell_state(r, KR_HEALTH_SYNCED, NULL, 0);
 	if (!r->synced) {
 		r->synced = 1;
@@ -679,7 +737,8 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
 	if (strcmp(type, "ADDED") != 0)
 		r->propagate = 1;
-	/* The objects a partial sync could not index may fit now: relist for them. */
+	watch_partial(r);
+	/* The objects a partial sync could not index or hold may fit now: relist for them. */
 	if (r->phase == KR_PH_WATCH && r->partial && strcmp(type, "DELETED") == 0) {
 		r->room_relist = 1;
 		return -1;
@@ -769,6 +828,8 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 	}
 	if (prefix[0] && r->phase == KR_PH_WATCH)
 		copy_str(r->last_rv, sizeof(r->last_rv), k->rv);
+	if (prefix[0])
+		watch_partial(r);
 	return 0;
 }
 
@@ -1849,6 +1910,9 @@ static void warm_synced(struct kr_reflector *r, int restored)
 	ev.count = count;
 	ev.restored = restored;
 	ev.warm = 1;
+	r->unindexed = 0;
+	r->partial = lacks_objects(r);
+	ev.partial = r->partial;
 	if (!restored)
 		r->restored = 0;
 	for (i = 0; i < top->nsinks; i++)
@@ -1930,6 +1994,6 @@ int kr_reflect_ready(const struct kr_reflect *top)
 	if (top->synced_count < top->nrefl)
 		return 0;
 	for (i = 0; i < top->nrefl; i++)
-		degraded |= top->refl[i].skipped > 0;
+		degraded |= top->refl[i].partial;
 	return degraded ? 1 : 2;
 }
