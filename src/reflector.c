@@ -472,7 +472,7 @@ size_t kr_reflector_held(const struct kr_reflector *r, size_t *present)
 	size_t count = kr_store_count(r->top->store, r->index);
 	size_t not_held = kr_store_not_held(r->top->store, r->index);
 	/* A sync under way counts its own; else the last one's, and the events' since. */
-	size_t missing = (size_t)(r->skipped > r->unindexed ? r->skipped : r->unindexed);
+	size_t missing = (size_t)(r->skipped_known > r->unindexed ? r->skipped_known : r->unindexed);
 
 	if (present)
 		*present = count + missing;
@@ -481,13 +481,13 @@ size_t kr_reflector_held(const struct kr_reflector *r, size_t *present)
 
 /*
  * Every way an object can be missing from the mirror makes it partial: not
- * read or not indexed (r->skipped, r->unindexed), or present but not held.
+ * read, not indexed, or present but not held.
  */
 static int lacks_objects(const struct kr_reflector *r)
 {
 	size_t present;
 
-	return kr_reflector_held(r, &present) != present;
+	return kr_reflector_held(r, &present) != present || r->unread > 0 || r->skipped > r->skipped_known;
 }
 
 /*
@@ -516,7 +516,7 @@ static void watch_partial(struct kr_reflector *r)
 static void synced(struct kr_reflector *r, const char *rv, const char *how)
 {
 	struct kr_reflect *top = r->top;
-	size_t count, held, swept = 0;
+	size_t count, held, present, swept = 0;
 
 	/*
 	 * Objects whose key could not be read may be ones the store holds: keep
@@ -534,7 +534,8 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 		       "(--max-objects)", r->res.name, r->skipped);
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->rv_unavailable = 0;
-	r->unindexed = r->skipped;
+	r->unindexed = r->skipped_known;
+	r->unread = r->skipped - r->skipped_known;
 	r->partial = lacks_objects(r);
 	/*
 	 * The sweep may have freed the room the list lacked: list again for the
@@ -547,12 +548,13 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	r->listing = 0;
 	r->restored = 0;
 	count = kr_store_count(top->store, r->index);
-	held = kr_reflector_held(r, NULL);
+	held = kr_reflector_held(r, &present);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
 	if (r->partial)
 		kr_log(KR_LOG_ERROR, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms, "
-		       "partial: %zu of %zu held", r->res.name, count, r->last_rv, how,
-		       (long long)(kr_port_now_ms() - r->cycle_start), held, count + (size_t)r->skipped);
+		       "partial: %zu of %zu held%s", r->res.name, count, r->last_rv, how,
+		       (long long)(kr_port_now_ms() - r->cycle_start), held, present,
+		       r->unread ? ", and objects that could not be read" : "");
 	else
 		kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
 		       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
@@ -1911,6 +1913,7 @@ static void warm_synced(struct kr_reflector *r, int restored)
 	ev.restored = restored;
 	ev.warm = 1;
 	r->unindexed = 0;
+	r->unread = 0;
 	r->partial = lacks_objects(r);
 	ev.partial = r->partial;
 	if (!restored)

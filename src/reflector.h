@@ -159,7 +159,8 @@ struct kr_reflector {
 	int partial;                   /* the mirror lacks objects the server has (see
 					  kr_reflector_held): the last sync could not read or
 					  index some, or some are present but not held */
-	int unindexed;                 /* objects the last sync could not read or index */
+	int unindexed;                 /* objects the last sync named but could not index */
+	int unread;                    /* objects the last sync could not even name */
 	int room_relist;               /* a delete after a partial sync: relist for the rest */
 	enum kr_health told_state;      /* the last state given to top->on_state */
 	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
@@ -244,8 +245,9 @@ int kr_reflect_ready(const struct kr_reflect *top);
  * Objects of r's resource the mirror holds; *present (may be NULL) gets
  * those the server has as far as the last sync and the events since showed:
  * the held ones, those present but not held (arena full, the resource's
- * share used, larger than the space for one) and those the sync could not
- * read or index. The mirror is partial when the two differ.
+ * share used, larger than the space for one) and those the sync named but
+ * could not index. The mirror is partial when the two differ, or when some
+ * objects could not even be named (r->unread).
  */
 size_t kr_reflector_held(const struct kr_reflector *r, size_t *present);
 
