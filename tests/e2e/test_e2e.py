@@ -1230,8 +1230,14 @@ def t_too_large_to_hold(s):
     check(kr2.synced()[0]["count"] == 4 and kr2.synced()[0].get("partial") is True and
           s.mirror_rvs(kr2) == want,
           "--once: SYNCED %s, mirror %s" % (kr2.synced(), s.mirror_rvs(kr2)))
+    # By watch-list too: the object too large is named from its event's first bytes.
+    kr3 = s.kreflect("--watch-list", "on", "--once")
+    check(kr3.wait_exit(15) == 1 and kr3.synced()[0].get("partial") is True and
+          "partial: 3 of 4 held" in kr3.stderr() and s.mirror_rvs(kr3) == want,
+          "--once by watch-list: exit %s, SYNCED %s, %s" % (kr3.rc, kr3.synced(), kr3.stderr_tail(2)))
     s.settle()
-    expect_requests(s.reqs(), [L(rv="0", limit=500), W(ANY, status="open"), L(rv="0", limit=500)])
+    expect_requests(s.reqs(), [L(rv="0", limit=500), W(ANY, status="open"), L(rv="0", limit=500),
+                               WL()])
 
 
 @scenario("StalledServerIdleDeadline", 40)
