@@ -110,7 +110,7 @@ static const char usage[] =
 	"  --keep-managed-fields          keep metadata.managedFields (dropped by default)\n"
 	"memory (reserved once at start-up; --print-budget shows the total):\n"
 	"  --max-objects N                objects indexed over all resources (default 16384)\n"
-	"  --arena-bytes B                bytes of objects held (default 8M; K, M, G suffixes)\n"
+	"  --arena-bytes B                bytes of objects held (default 32M; K, M, G suffixes)\n"
 	"  --memory B                     one budget for both: an index slot per 512 bytes,\n"
 	"                                 the rest for objects (the two above override it)\n"
 	"                                 Objects that do not fit are named in an error line, and\n"
@@ -307,6 +307,9 @@ static int print_budget(const struct kr_config *cfg)
 	kr_dprintf(1, "%-14s %10zu  bytes reserved once at start-up for %zu objects and a %zu-byte arena\n"
 		   "%-14s %10s  (--max-objects, --arena-bytes, --memory); untouched pages cost no RAM\n",
 		   "reserved", reserved, objects, arena, "", "");
+	kr_dprintf(1, "%-14s %10zu  arena bytes per object: the average stored size (object, key,\n"
+		   "%-14s %10s  resourceVersion, uid) at which the arena and the index fill together\n",
+		   "per-object", arena / (objects ? objects : 1), "", "");
 	kr_dprintf(1, "%-14s %10zu  bytes of static memory (.data + .bss)\n", "static", fixed);
 	kr_dprintf(1, "%-14s %10zu  bytes in all\n", "total", fixed + reserved);
 	return 0;
