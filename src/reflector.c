@@ -466,28 +466,29 @@ static void sweep_fn(void *arg, const struct kr_store_view *v)
 	emit_view(arg, KR_EV_DELETED, v);
 }
 
-/* A complete (re)list: unseen objects are gone; tell the sinks. */
+/* Objects named but not indexed: a sync under way counts its own, else the last one's. */
+static size_t not_indexed(const struct kr_reflector *r)
+{
+	return (size_t)(r->skipped_known > r->unindexed ? r->skipped_known : r->unindexed);
+}
+
 size_t kr_reflector_held(const struct kr_reflector *r, size_t *present)
 {
 	size_t count = kr_store_count(r->top->store, r->index);
-	size_t not_held = kr_store_not_held(r->top->store, r->index);
-	/* A sync under way counts its own; else the last one's, and the events' since. */
-	size_t missing = (size_t)(r->skipped_known > r->unindexed ? r->skipped_known : r->unindexed);
 
 	if (present)
-		*present = count + missing;
-	return count - not_held;
+		*present = count + not_indexed(r);
+	return count - kr_store_not_held(r->top->store, r->index);
 }
 
 /*
  * Every way an object can be missing from the mirror makes it partial: not
- * read, not indexed, or present but not held.
+ * read, not indexed, or present but not held. O(1): after every watch event.
  */
 static int lacks_objects(const struct kr_reflector *r)
 {
-	size_t present;
-
-	return kr_reflector_held(r, &present) != present || r->unread > 0 || r->skipped > r->skipped_known;
+	return kr_store_not_held(r->top->store, r->index) > 0 || not_indexed(r) > 0 || r->unread > 0 ||
+	       r->skipped > r->skipped_known;
 }
 
 /*
@@ -513,6 +514,7 @@ static void watch_partial(struct kr_reflector *r)
 		kr_log(KR_LOG_INFO, "%s: the mirror is whole again: %zu objects held", r->res.name, held);
 }
 
+/* A complete (re)list: unseen objects are gone; tell the sinks. */
 static void synced(struct kr_reflector *r, const char *rv, const char *how)
 {
 	struct kr_reflect *top = r->top;
@@ -547,8 +549,8 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
 	r->listing = 0;
 	r->restored = 0;
-	count = kr_store_count(top->store, r->index);
 	held = kr_reflector_held(r, &present);
+	count = present - not_indexed(r);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
 	if (r->partial)
 		kr_log(KR_LOG_ERROR, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms, "
