@@ -262,6 +262,13 @@
 #ifndef KR_WITH_FULL_HELP
 #define KR_WITH_FULL_HELP 1    /* --help's full text (15 KB); without: a short one */
 #endif
+/*
+ * A server's TLS alert named in words ("unknown CA: ...") and the rarer
+ * mbedTLS codes too (2 KB); 0: the alert by its number, those codes as hex.
+ */
+#ifndef KR_TLS_ERROR_TEXTS_FULL
+#define KR_TLS_ERROR_TEXTS_FULL 1
+#endif
 
 /* --- checks ---------------------------------------------------------------------- */
 

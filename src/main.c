@@ -307,9 +307,8 @@ static int print_budget(const struct kr_config *cfg)
 	kr_dprintf(1, "%-14s %10zu  bytes reserved once at start-up for %zu objects and a %zu-byte arena\n"
 		   "%-14s %10s  (--max-objects, --arena-bytes, --memory); untouched pages cost no RAM\n",
 		   "reserved", reserved, objects, arena, "", "");
-	kr_dprintf(1, "%-14s %10zu  arena bytes per object: the average stored size (object, key,\n"
-		   "%-14s %10s  resourceVersion, uid) at which the arena and the index fill together\n",
-		   "per-object", arena / (objects ? objects : 1), "", "");
+	kr_dprintf(1, "%-14s %10zu  arena bytes per object slot: the average stored size assumed\n",
+		   "per-object", arena / (objects ? objects : 1));
 	kr_dprintf(1, "%-14s %10zu  bytes of static memory (.data + .bss)\n", "static", fixed);
 	kr_dprintf(1, "%-14s %10zu  bytes in all\n", "total", fixed + reserved);
 	return 0;
@@ -776,8 +775,8 @@ static int partial_mirror(void)
 
 	for (i = 0; i < n; i++)
 		if (kr_client_status(client, i, &st) == 0 && st.partial) {
-			kr_log(KR_LOG_ERROR, "--once: the mirror of %s is partial: the objects that could not be "
-			       "read, indexed or held are named above (raise --max-objects, --arena-bytes or --memory)",
+			kr_log(KR_LOG_ERROR, "--once: the mirror of %s is partial: the objects it lacks are named "
+			       "above (see --arena-bytes, --max-objects)",
 			       st.resource);
 			bad = 1;
 		}

@@ -16,6 +16,9 @@
 #define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
+/* A mirror restored from the state directory: never in a build without one (dead code there). */
+#define RESTORED(r) (KR_WITH_STATE && (r)->restored)
+
 /*
  * The steps from one framed event's bytes to the store (parse_event,
  * wrong_kind, read_meta, settle_object; kr_store_put is out of line anyway)
@@ -493,8 +496,8 @@ static int lacks_objects(const struct kr_reflector *r)
 
 /*
  * After a watch event: an object that could not be held makes the mirror
- * partial at once (the health reports and the state directory say so; the
- * JSON lines printed nothing for it), one held again may make it whole.
+ * partial at once (logged; the health reports and the state directory say
+ * so; the JSON lines print nothing for it), one held again may make it whole.
  */
 static void watch_partial(struct kr_reflector *r)
 {
@@ -504,14 +507,10 @@ static void watch_partial(struct kr_reflector *r)
 	if (r->phase != KR_PH_WATCH)
 		return;
 	r->partial = lacks_objects(r);
-	if (r->partial == was)
+	if (!r->partial || was)
 		return;
 	held = kr_reflector_held(r, &present);
-	if (r->partial)
-		kr_log(KR_LOG_ERROR, "%s: the mirror is partial: %zu of %zu objects held; a delete "
-		       "on the server relists for the rest", r->res.name, held, present);
-	else
-		kr_log(KR_LOG_INFO, "%s: the mirror is whole again: %zu objects held", r->res.name, held);
+	kr_log(KR_LOG_ERROR, "%s: the mirror is partial: %zu of %zu objects held", r->res.name, held, present);
 }
 
 /* A complete (re)list: unseen objects are gone; tell the sinks. */
@@ -519,6 +518,7 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 {
 	struct kr_reflect *top = r->top;
 	size_t count, held, present, swept = 0;
+	char part[96] = "";
 
 	/*
 	 * Objects whose key could not be read may be ones the store holds: keep
@@ -553,13 +553,11 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	count = present - not_indexed(r);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
 	if (r->partial)
-		kr_log(KR_LOG_ERROR, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms, "
-		       "partial: %zu of %zu held%s", r->res.name, count, r->last_rv, how,
-		       (long long)(kr_port_now_ms() - r->cycle_start), held, present,
-		       r->unread ? ", and objects that could not be read" : "");
-	else
-		kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
-		       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
+		kr_snprintf(part, sizeof(part), ", partial: %zu of %zu held%s", held, present,
+			    r->unread ? ", more unread" : "");
+	kr_log(r->partial ? KR_LOG_ERROR : KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s "
+	       "by %s in %lld ms%s", r->res.name, count, r->last_rv, how,
+	       (long long)(kr_port_now_ms() - r->cycle_start), part);
 	tell_state(r, KR_HEALTH_SYNCED, NULL, 0);
 	if (!r->synced) {
 		r->synced = 1;
@@ -890,7 +888,7 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 		kr_loop_timer_at(r->top->loop, &r->deadline,
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
 	/* The server accepted the saved resourceVersion: the restored mirror is live. */
-	if (r->phase == KR_PH_WATCH && r->status == 200 && r->restored)
+	if (r->phase == KR_PH_WATCH && r->status == 200 && RESTORED(r))
 		warm_synced(r, 0);
 	/* The tail is named with the first body bytes (check_output), when it is free. */
 	kr_json_framer_init(&r->framer);
@@ -1939,7 +1937,7 @@ static void warm_synced(struct kr_reflector *r, int restored)
 /* The server did not answer: a restored mirror young enough (--max-stale) counts as synced. */
 static void unreachable(struct kr_reflector *r)
 {
-	if (r->restored && r->restored_synced && !r->synced)
+	if (RESTORED(r) && r->restored_synced && !r->synced)
 		warm_synced(r, 1);
 }
 
@@ -1966,7 +1964,7 @@ void kr_reflect_start(struct kr_reflect *top)
 	int i;
 
 	for (i = 0; i < top->nrefl; i++) {
-		if (top->refl[i].restored)
+		if (RESTORED(&top->refl[i]))
 			start_warm(&top->refl[i]);
 		else
 			start_cycle(&top->refl[i]);

@@ -71,6 +71,22 @@ int kr_tls_global_init(void)
 	return 0;
 }
 
+/* Codes seldom met: in words only with KR_TLS_ERROR_TEXTS_FULL (not in the tiny build). */
+#if KR_TLS_ERROR_TEXTS_FULL
+#define KR_TLS_ERRORS_RARE(X) \
+	X(MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL, "a TLS record is larger than the buffer for it") \
+	X(MBEDTLS_ERR_SSL_UNEXPECTED_RECORD, "unexpected TLS record from the server") \
+	X(MBEDTLS_ERR_SSL_VERSION_MISMATCH, "the server changed the TLS version mid-session") \
+	X(MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE, "the server asked for a TLS feature not built in") \
+	X(MBEDTLS_ERR_SSL_PRIVATE_KEY_REQUIRED, "a client certificate without its private key") \
+	X(MBEDTLS_ERR_SSL_PK_TYPE_MISMATCH, "the client key does not suit the certificate") \
+	X(MBEDTLS_ERR_SSL_COUNTER_WRAPPING, "the TLS record counter ran out") \
+	X(MBEDTLS_ERR_SSL_CERTIFICATE_VERIFICATION_WITHOUT_HOSTNAME, "no server name to check the certificate against") \
+	X(MBEDTLS_ERR_ERROR_CORRUPTION_DETECTED, "TLS state corrupted (a bug)")
+#else
+#define KR_TLS_ERRORS_RARE(X)
+#endif
+
 /*
  * mbedTLS's own error texts (MBEDTLS_ERROR_C) cost 14 KB of a 350 KB binary;
  * these are the errors a user can act on, the rest print as their code. A
@@ -80,7 +96,6 @@ int kr_tls_global_init(void)
 #define KR_TLS_ERRORS(X) \
 	X(MBEDTLS_ERR_NET_RECV_FAILED, "the connection broke while receiving") \
 	X(MBEDTLS_ERR_NET_SEND_FAILED, "the connection broke while sending") \
-	X(MBEDTLS_ERR_NET_CONN_RESET, "the connection was reset") \
 	X(MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE, "the server sent a fatal alert") \
 	X(MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE, "handshake failed: no common protocol version, cipher, group or signature") \
 	X(MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION, "handshake failed: the server's TLS version is not 1.2 or 1.3") \
@@ -101,15 +116,7 @@ int kr_tls_global_init(void)
 	X(MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input") \
 	X(MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration") \
 	X(MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout") \
-	X(MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL, "a TLS record is larger than the buffer for it") \
-	X(MBEDTLS_ERR_SSL_UNEXPECTED_RECORD, "unexpected TLS record from the server") \
-	X(MBEDTLS_ERR_SSL_VERSION_MISMATCH, "the server changed the TLS version mid-session") \
-	X(MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE, "the server asked for a TLS feature not built in") \
-	X(MBEDTLS_ERR_SSL_PRIVATE_KEY_REQUIRED, "a client certificate without its private key") \
-	X(MBEDTLS_ERR_SSL_PK_TYPE_MISMATCH, "the client key does not suit the certificate") \
-	X(MBEDTLS_ERR_SSL_COUNTER_WRAPPING, "the TLS record counter ran out") \
-	X(MBEDTLS_ERR_SSL_CERTIFICATE_VERIFICATION_WITHOUT_HOSTNAME, "no server name to check the certificate against") \
-	X(MBEDTLS_ERR_ERROR_CORRUPTION_DETECTED, "TLS state corrupted (a bug)") \
+	KR_TLS_ERRORS_RARE(X) \
 	X(MBEDTLS_ERR_X509_CERT_VERIFY_FAILED, "certificate verification failed") \
 	X(MBEDTLS_ERR_X509_INVALID_FORMAT, "certificate: invalid format") \
 	X(MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version") \
@@ -192,8 +199,10 @@ static const char tls_error_texts[] = KR_TLS_ERRORS(KR_TLS_ERR_TEXT);
 	X(MBEDTLS_SSL_ALERT_MSG_UNRECOGNIZED_NAME, "unrecognized name: the server does not serve the name asked for (SNI)") \
 	X(MBEDTLS_SSL_ALERT_MSG_NO_APPLICATION_PROTOCOL, "no application protocol")
 
+#if KR_TLS_ERROR_TEXTS_FULL
 static const short tls_alert_codes[] = { KR_TLS_ALERTS(KR_TLS_ERR_CODE) };
 static const char tls_alert_texts[] = KR_TLS_ALERTS(KR_TLS_ERR_TEXT);
+#endif
 
 /* The text of `code` in a pair of tables as above, or NULL. */
 #define TABLE_TEXT(codes, texts, code) table_text(codes, sizeof(codes) / sizeof(codes[0]), texts, code)
@@ -486,7 +495,8 @@ static void failed(struct kr_tls *t, int code)
 {
 	t->last_error = code;
 	t->alert = -1;
-	if (code == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE && t->ssl.MBEDTLS_PRIVATE(in_msg))
+	if (KR_TLS_ERROR_TEXTS_FULL && code == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE &&
+	    t->ssl.MBEDTLS_PRIVATE(in_msg))
 		t->alert = t->ssl.MBEDTLS_PRIVATE(in_msg)[1];
 }
 
@@ -707,8 +717,8 @@ void kr_tls_free(struct kr_tls *t)
 
 void kr_tls_describe(const struct kr_tls *t, char *buf, size_t size)
 {
-	char reason[160];
-	const char *alert;
+	char reason[160], tag[24] = "";
+	const char *why = NULL;
 	uint32_t flags;
 
 	if (size == 0)
@@ -724,18 +734,19 @@ void kr_tls_describe(const struct kr_tls *t, char *buf, size_t size)
 		return;
 	}
 	describe_error(t->last_error, reason, sizeof(reason));
-	alert = t->last_error == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE
-			? TABLE_TEXT(tls_alert_codes, tls_alert_texts, t->alert) : NULL;
-	if (alert)
-		kr_snprintf(buf, size, "the server refused: %s (TLS alert %d, -0x%04x)", alert, t->alert,
-			    (unsigned)-t->last_error);
-	else if (t->last_error == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE && t->alert >= 0)
-		kr_snprintf(buf, size, "%s (TLS alert %d, -0x%04x)", reason, t->alert, (unsigned)-t->last_error);
-	else if ((t->last_error == MBEDTLS_ERR_NET_RECV_FAILED ||
-		  t->last_error == MBEDTLS_ERR_NET_SEND_FAILED) && t->os_error)
-		kr_snprintf(buf, size, "%s: %s (-0x%04x)", reason, t->os_error, (unsigned)-t->last_error);
-	else
-		kr_snprintf(buf, size, "%s (-0x%04x)", reason, (unsigned)-t->last_error);
+	/* The socket's own reason after a transport failure; a server's alert in words. */
+	if (t->last_error == MBEDTLS_ERR_NET_RECV_FAILED || t->last_error == MBEDTLS_ERR_NET_SEND_FAILED)
+		why = t->os_error;
+#if KR_TLS_ERROR_TEXTS_FULL
+	if (t->last_error == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE && t->alert >= 0) {
+		kr_snprintf(tag, sizeof(tag), "TLS alert %d, ", t->alert);
+		why = TABLE_TEXT(tls_alert_codes, tls_alert_texts, t->alert);
+		if (why)
+			kr_snprintf(reason, sizeof(reason), "the server refused");
+	}
+#endif
+	kr_snprintf(buf, size, "%s%s%s (%s-0x%04x)", reason, why ? ": " : "", why ? why : "", tag,
+		    (unsigned)-t->last_error);
 }
 
 const char *kr_tls_version(struct kr_tls *t)
