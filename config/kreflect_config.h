@@ -37,6 +37,11 @@
  * Both are reserved once at start-up, never after; untouched pages cost no
  * RSS. The ceilings bound what a run-time value may ask for: a firmware
  * build lowers them to make a bad value fail at start-up.
+ *
+ * The two agree: 2 KiB of arena per index slot (--print-budget's
+ * "per-object"), so the index and the arena fill together for objects of
+ * 2 KiB on average as stored (a ConfigMap with 1 KiB of data is about
+ * 1.3 KiB with its record), and 10,000 such ConfigMaps fit with room.
  */
 #ifndef KR_MAX_OBJECTS
 #define KR_MAX_OBJECTS 16384
@@ -46,7 +51,7 @@
 #endif
 
 #ifndef KR_ARENA_BYTES
-#define KR_ARENA_BYTES (8u * 1024u * 1024u)
+#define KR_ARENA_BYTES (32u * 1024u * 1024u)
 #endif
 #ifndef KR_ARENA_BYTES_CEILING
 #define KR_ARENA_BYTES_CEILING (2048ull * 1024u * 1024u)
@@ -256,6 +261,13 @@
 #endif
 #ifndef KR_WITH_FULL_HELP
 #define KR_WITH_FULL_HELP 1    /* --help's full text (15 KB); without: a short one */
+#endif
+/*
+ * A server's TLS alert named in words ("unknown CA: ...") and the rarer
+ * mbedTLS codes too (2 KB); 0: the alert by its number, those codes as hex.
+ */
+#ifndef KR_TLS_ERROR_TEXTS_FULL
+#define KR_TLS_ERROR_TEXTS_FULL 1
 #endif
 
 /* --- checks ---------------------------------------------------------------------- */

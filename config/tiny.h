@@ -44,6 +44,10 @@
 #ifndef KR_IO_CHUNK
 #define KR_IO_CHUNK 4096
 #endif
+/* A server's TLS alert by its number, the rarer mbedTLS codes as hex: 2 KB less. */
+#ifndef KR_TLS_ERROR_TEXTS_FULL
+#define KR_TLS_ERROR_TEXTS_FULL 0
+#endif
 #ifndef KR_PEM_MAX
 #define KR_PEM_MAX (16u * 1024u)
 #endif

@@ -206,10 +206,14 @@ struct kr_event {
 	const char *rv;                /* resourceVersion of the object or of the list */
 	const char *obj;               /* object JSON (not NUL-terminated); NULL for SYNCED */
 	size_t objlen;
-	size_t count;                  /* SYNCED: objects of the resource now held */
-	int partial;                   /* SYNCED: some objects could not be read or held;
-					  their old state was kept, so nothing may be
-					  concluded from their absence */
+	size_t count;                  /* SYNCED: objects of the resource the mirror knows,
+					  held or present but not held */
+	int partial;                   /* SYNCED: the mirror lacks objects: some could not
+					  be read or indexed, or are present but not held
+					  (arena full, the resource's share used, larger
+					  than the space for one); nothing may be concluded
+					  from an object's absence (kr_client_status tells
+					  when a watch event makes it partial later) */
 	int restored;                  /* ADDED: replayed from the state directory at start
 					  (the outputs had it before the restart); SYNCED: the
 					  mirror is the restored one, not yet confirmed by
@@ -386,7 +390,10 @@ struct kr_status {
 	const char *resource;
 	enum kr_health state;
 	int synced;                    /* completed a sync at least once */
-	int partial;                   /* the last sync could not read or index every object */
+	int partial;                   /* the mirror lacks objects the server has: not read,
+					  not indexed or not held, at the last sync or by a
+					  watch event since; whole again when room frees and
+					  a relist (started by a delete) holds them */
 	int restored;                  /* synced from the state directory, not yet confirmed live */
 	int64_t restored_age_s;        /* then: how old the restored mirror is */
 	size_t objects;                /* held or known-but-not-held */
@@ -404,7 +411,7 @@ int kr_client_resources(struct kr_client *c);
 /* The name of resource res ("configmaps"), or NULL. */
 const char *kr_client_resource_name(struct kr_client *c, int res);
 
-/* 0: not every resource synced yet; 1: synced but degraded (objects not held); 2: all good. */
+/* 0: not every resource synced yet; 1: synced but degraded (a mirror partial); 2: all good. */
 int kr_client_ready(struct kr_client *c);
 
 #ifdef __cplusplus

@@ -110,7 +110,7 @@ static const char usage[] =
 	"  --keep-managed-fields          keep metadata.managedFields (dropped by default)\n"
 	"memory (reserved once at start-up; --print-budget shows the total):\n"
 	"  --max-objects N                objects indexed over all resources (default 16384)\n"
-	"  --arena-bytes B                bytes of objects held (default 8M; K, M, G suffixes)\n"
+	"  --arena-bytes B                bytes of objects held (default 32M; K, M, G suffixes)\n"
 	"  --memory B                     one budget for both: an index slot per 512 bytes,\n"
 	"                                 the rest for objects (the two above override it)\n"
 	"                                 Objects that do not fit are named in an error line, and\n"
@@ -308,6 +308,8 @@ static int print_budget(const struct kr_config *cfg)
 	kr_dprintf(1, "%-14s %10zu  bytes reserved once at start-up for %zu objects and a %zu-byte arena\n"
 		   "%-14s %10s  (--max-objects, --arena-bytes, --memory); untouched pages cost no RAM\n",
 		   "reserved", reserved, objects, arena, "", "");
+	kr_dprintf(1, "%-14s %10zu  arena bytes per object slot: the average stored size assumed\n",
+		   "per-object", arena / (objects ? objects : 1));
 	kr_dprintf(1, "%-14s %10zu  bytes of static memory (.data + .bss)\n", "static", fixed);
 	kr_dprintf(1, "%-14s %10zu  bytes in all\n", "total", fixed + reserved);
 	return 0;
@@ -762,9 +764,10 @@ static int run_hooks_once(void)
 }
 
 /*
- * --once: a resource whose last sync was partial (objects that could not be
- * read or indexed, so their absence means nothing) fails the run. Objects
- * known but too large to hold do not: they are named and counted.
+ * --once: a resource whose mirror is partial fails the run: objects that
+ * could not be read or indexed, or are present but not held (the arena
+ * full, the resource's share used, larger than the space for one), are
+ * missing from the output, files and hooks alike.
  */
 static int partial_mirror(void)
 {
@@ -773,8 +776,8 @@ static int partial_mirror(void)
 
 	for (i = 0; i < n; i++)
 		if (kr_client_status(client, i, &st) == 0 && st.partial) {
-			kr_log(KR_LOG_ERROR, "--once: the mirror of %s is partial: the objects that could not be "
-			       "read or indexed are named above (raise --max-objects, --arena-bytes or --memory)",
+			kr_log(KR_LOG_ERROR, "--once: the mirror of %s is partial: the objects it lacks are named "
+			       "above (see --arena-bytes, --max-objects)",
 			       st.resource);
 			bad = 1;
 		}

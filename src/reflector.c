@@ -16,6 +16,9 @@
 #define KIND_ROOM 160                  /* room to add kind/apiVersion to list items */
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
+/* A mirror restored from the state directory: never in a build without one (dead code there). */
+#define RESTORED(r) (KR_WITH_STATE && (r)->restored)
+
 /*
  * The steps from one framed event's bytes to the store (parse_event,
  * wrong_kind, read_meta, settle_object; kr_store_put is out of line anyway)
@@ -80,7 +83,7 @@ static void emit(struct kr_reflector *r, enum kr_event_type type, const char *ke
 	ev.obj = obj;
 	ev.objlen = objlen;
 	ev.count = count;
-	ev.partial = type == KR_EV_SYNCED && r->skipped > 0;
+	ev.partial = type == KR_EV_SYNCED && r->partial;
 	ev.restored = 0;
 	ev.warm = 0;
 	for (i = 0; i < top->nsinks; i++)
@@ -466,11 +469,56 @@ static void sweep_fn(void *arg, const struct kr_store_view *v)
 	emit_view(arg, KR_EV_DELETED, v);
 }
 
+/* Objects named but not indexed: a sync under way counts its own, else the last one's. */
+static size_t not_indexed(const struct kr_reflector *r)
+{
+	return (size_t)(r->skipped_known > r->unindexed ? r->skipped_known : r->unindexed);
+}
+
+size_t kr_reflector_held(const struct kr_reflector *r, size_t *present)
+{
+	size_t count = kr_store_count(r->top->store, r->index);
+
+	if (present)
+		*present = count + not_indexed(r);
+	return count - kr_store_not_held(r->top->store, r->index);
+}
+
+/*
+ * Every way an object can be missing from the mirror makes it partial: not
+ * read, not indexed, or present but not held. O(1): after every watch event.
+ */
+static int lacks_objects(const struct kr_reflector *r)
+{
+	return kr_store_not_held(r->top->store, r->index) > 0 || not_indexed(r) > 0 || r->unread > 0 ||
+	       r->skipped > r->skipped_known;
+}
+
+/*
+ * After a watch event: an object that could not be held makes the mirror
+ * partial at once (logged; the health reports and the state directory say
+ * so; the JSON lines print nothing for it), one held again may make it whole.
+ */
+static void watch_partial(struct kr_reflector *r)
+{
+	int was = r->partial;
+	size_t held, present;
+
+	if (r->phase != KR_PH_WATCH)
+		return;
+	r->partial = lacks_objects(r);
+	if (!r->partial || was)
+		return;
+	held = kr_reflector_held(r, &present);
+	kr_log(KR_LOG_ERROR, "%s: the mirror is partial: %zu of %zu objects held", r->res.name, held, present);
+}
+
 /* A complete (re)list: unseen objects are gone; tell the sinks. */
 static void synced(struct kr_reflector *r, const char *rv, const char *how)
 {
 	struct kr_reflect *top = r->top;
-	size_t count;
+	size_t count, held, present, swept = 0;
+	char part[96] = "";
 
 	/*
 	 * Objects whose key could not be read may be ones the store holds: keep
@@ -482,22 +530,34 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held; keeping their old "
 		       "state rather than deleting it", r->res.name, r->skipped);
 	else
-		kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
+		swept = kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
 	if (r->skipped && r->skipped == r->skipped_known)
 		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: no room in the index "
 		       "(--max-objects)", r->res.name, r->skipped);
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->rv_unavailable = 0;
-	r->partial = r->skipped > 0;
-	/* The sweep may have freed the room the list lacked: list again for the rest, soon. */
-	if (r->partial && top->store->nentries < top->store->max_entries)
+	r->unindexed = r->skipped_known;
+	r->unread = r->skipped - r->skipped_known;
+	r->partial = lacks_objects(r);
+	/*
+	 * The sweep may have freed the room the list lacked: list again for the
+	 * rest, soon. Index slots for those not indexed; arena bytes for those
+	 * not held.
+	 */
+	if ((r->skipped_known && top->store->nentries < top->store->max_entries) ||
+	    (swept && kr_store_not_held(top->store, r->index)))
 		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
 	r->listing = 0;
 	r->restored = 0;
-	count = kr_store_count(top->store, r->index);
+	held = kr_reflector_held(r, &present);
+	count = present - not_indexed(r);
 	emit(r, KR_EV_SYNCED, NULL, r->last_rv, NULL, 0, count);
-	kr_log(KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s by %s in %lld ms",
-	       r->res.name, count, r->last_rv, how, (long long)(kr_port_now_ms() - r->cycle_start));
+	if (r->partial)
+		kr_snprintf(part, sizeof(part), ", partial: %zu of %zu held%s", held, present,
+			    r->unread ? ", more unread" : "");
+	kr_log(r->partial ? KR_LOG_ERROR : KR_LOG_INFO, "%s: synced %zu objects at resourceVersion %s "
+	       "by %s in %lld ms%s", r->res.name, count, r->last_rv, how,
+	       (long long)(kr_port_now_ms() - r->cycle_start), part);
 	tell_state(r, KR_HEALTH_SYNCED, NULL, 0);
 	if (!r->synced) {
 		r->synced = 1;
@@ -679,7 +739,8 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
 	if (strcmp(type, "ADDED") != 0)
 		r->propagate = 1;
-	/* The objects a partial sync could not index may fit now: relist for them. */
+	watch_partial(r);
+	/* The objects a partial sync could not index or hold may fit now: relist for them. */
 	if (r->phase == KR_PH_WATCH && r->partial && strcmp(type, "DELETED") == 0) {
 		r->room_relist = 1;
 		return -1;
@@ -769,6 +830,8 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 	}
 	if (prefix[0] && r->phase == KR_PH_WATCH)
 		copy_str(r->last_rv, sizeof(r->last_rv), k->rv);
+	if (prefix[0])
+		watch_partial(r);
 	return 0;
 }
 
@@ -825,7 +888,7 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 		kr_loop_timer_at(r->top->loop, &r->deadline,
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
 	/* The server accepted the saved resourceVersion: the restored mirror is live. */
-	if (r->phase == KR_PH_WATCH && r->status == 200 && r->restored)
+	if (r->phase == KR_PH_WATCH && r->status == 200 && RESTORED(r))
 		warm_synced(r, 0);
 	/* The tail is named with the first body bytes (check_output), when it is free. */
 	kr_json_framer_init(&r->framer);
@@ -1849,6 +1912,10 @@ static void warm_synced(struct kr_reflector *r, int restored)
 	ev.count = count;
 	ev.restored = restored;
 	ev.warm = 1;
+	r->unindexed = 0;
+	r->unread = 0;
+	r->partial = lacks_objects(r);
+	ev.partial = r->partial;
 	if (!restored)
 		r->restored = 0;
 	for (i = 0; i < top->nsinks; i++)
@@ -1870,7 +1937,7 @@ static void warm_synced(struct kr_reflector *r, int restored)
 /* The server did not answer: a restored mirror young enough (--max-stale) counts as synced. */
 static void unreachable(struct kr_reflector *r)
 {
-	if (r->restored && r->restored_synced && !r->synced)
+	if (RESTORED(r) && r->restored_synced && !r->synced)
 		warm_synced(r, 1);
 }
 
@@ -1897,7 +1964,7 @@ void kr_reflect_start(struct kr_reflect *top)
 	int i;
 
 	for (i = 0; i < top->nrefl; i++) {
-		if (top->refl[i].restored)
+		if (RESTORED(&top->refl[i]))
 			start_warm(&top->refl[i]);
 		else
 			start_cycle(&top->refl[i]);
@@ -1930,6 +1997,6 @@ int kr_reflect_ready(const struct kr_reflect *top)
 	if (top->synced_count < top->nrefl)
 		return 0;
 	for (i = 0; i < top->nrefl; i++)
-		degraded |= top->refl[i].skipped > 0;
+		degraded |= top->refl[i].partial;
 	return degraded ? 1 : 2;
 }

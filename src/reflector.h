@@ -156,7 +156,11 @@ struct kr_reflector {
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
-	int partial;                   /* the last (re)list could not index every object */
+	int partial;                   /* the mirror lacks objects the server has (see
+					  kr_reflector_held): the last sync could not read or
+					  index some, or some are present but not held */
+	int unindexed;                 /* objects the last sync named but could not index */
+	int unread;                    /* objects the last sync could not even name */
 	int room_relist;               /* a delete after a partial sync: relist for the rest */
 	enum kr_health told_state;      /* the last state given to top->on_state */
 	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
@@ -231,7 +235,20 @@ void kr_reflect_start(struct kr_reflect *top);
 /* Stops every reflector and closes their connections (no more events). */
 void kr_reflect_stop(struct kr_reflect *top);
 
-/* Nonzero when every resource has completed a sync; 2 if also nothing is degraded. */
+/*
+ * Nonzero when every resource has completed a sync; 2 if also nothing is
+ * degraded (no mirror partial, no put refused).
+ */
 int kr_reflect_ready(const struct kr_reflect *top);
+
+/*
+ * Objects of r's resource the mirror holds; *present (may be NULL) gets
+ * those the server has as far as the last sync and the events since showed:
+ * the held ones, those present but not held (arena full, the resource's
+ * share used, larger than the space for one) and those the sync named but
+ * could not index. The mirror is partial when the two differ, or when some
+ * objects could not even be named (r->unread).
+ */
+size_t kr_reflector_held(const struct kr_reflector *r, size_t *present);
 
 #endif /* KR_REFLECTOR_H */

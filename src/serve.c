@@ -405,6 +405,20 @@ static void serve_readyz(struct kr_serve_conn *c, int verbose)
 			kr_snprintf(line, sizeof(line), "[+]synced:%s ok\n", r->res.name);
 		}
 		kr_out_str(&o, line);
+		/* A partial mirror would serve a list without the objects it lacks. */
+		if (r->synced) {
+			size_t present, held = kr_reflector_held(r, &present);
+
+			if (r->partial) {
+				kr_snprintf(line, sizeof(line), "[-]complete:%s failed: the mirror is partial: "
+					    "%zu of %zu objects held (--arena-bytes, --max-objects)\n",
+					    r->res.name, held, present);
+				failed++;
+			} else {
+				kr_snprintf(line, sizeof(line), "[+]complete:%s ok\n", r->res.name);
+			}
+			kr_out_str(&o, line);
+		}
 		if (quiet < 0 || quiet > s->opts.ready_silence_ms) {
 			if (quiet < 0)
 				kr_snprintf(line, sizeof(line), "[-]upstream:%s failed: no byte from the "
@@ -519,6 +533,11 @@ void kr_serve_metrics(struct kr_serve *s, struct kr_out *o)
 	PER_RES(o, s, "kreflect_expired_total", "%lu", r->expired);
 	family(o, "kreflect_synced", "gauge", "1 once the resource has completed a sync.");
 	PER_RES(o, s, "kreflect_synced", "%d", r->synced ? 1 : 0);
+	family(o, "kreflect_partial", "gauge",
+	       "1 while the mirror lacks objects the server has: not indexed or not held.");
+	PER_RES(o, s, "kreflect_partial", "%d", r->partial ? 1 : 0);
+	family(o, "kreflect_objects_held", "gauge", "Objects of the resource held with their bytes.");
+	PER_RES(o, s, "kreflect_objects_held", "%zu", kr_reflector_held(r, NULL));
 	family(o, "kreflect_last_sync_timestamp_seconds", "gauge",
 	       "When the resource last completed a (re)list, seconds since the epoch.");
 	PER_RES(o, s, "kreflect_last_sync_timestamp_seconds", "%lld", (long long)sr->last_sync_wall);

@@ -152,6 +152,20 @@ static int32_t lookup(const struct kr_store *s, int res, const char *key, size_t
 }
 
 /* Unlinks entry idx (which is in use) and frees its slot and record. */
+/* Counts a record of resource res in (sign 1) or out (sign -1) of the totals. */
+static void tally(struct kr_store *s, unsigned res, int held, size_t objlen, int sign)
+{
+	if (held) {
+		s->objects += (size_t)sign;
+		if (res < KR_MAX_RESOURCES)
+			s->held_bytes[res] += (size_t)sign * objlen;
+	} else {
+		s->not_held += (size_t)sign;
+		if (res < KR_MAX_RESOURCES)
+			s->not_held_res[res] += (size_t)sign;
+	}
+}
+
 static void remove_entry(struct kr_store *s, int32_t idx, int32_t *link)
 {
 	struct kr_entry *e = &s->entries[idx];
@@ -163,13 +177,7 @@ static void remove_entry(struct kr_store *s, int32_t idx, int32_t *link)
 	*link = e->next;
 	rec_kill(s, e->rec);
 	s->garbage += r.size;
-	if (e->flags & F_HELD) {
-		s->objects--;
-		if (e->res < KR_MAX_RESOURCES)
-			s->held_bytes[e->res] -= r.objlen;
-	} else {
-		s->not_held--;
-	}
+	tally(s, e->res, e->flags & F_HELD, r.objlen, -1);
 	e->flags = 0;
 	e->next = s->free_list;
 	s->free_list = idx + 1;
@@ -414,13 +422,7 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 		r = rec_load(s, e->rec);
 		rec_kill(s, e->rec);
 		s->garbage += r.size;
-		if (was_held) {
-			s->objects--;
-			if (res < KR_MAX_RESOURCES)
-				s->held_bytes[res] -= r.objlen;
-		} else {
-			s->not_held--;
-		}
+		tally(s, (unsigned)res, was_held, r.objlen, -1);
 		if (!hold)
 			rc = KR_STORE_NOT_HELD;
 		else if (!was_held)
@@ -438,13 +440,7 @@ int kr_store_put(struct kr_store *s, int res, const char *key, size_t keylen, co
 	e->rec = (uint32_t)at;
 	e->flags = (uint8_t)(F_USED | (hold ? F_HELD : 0u));
 	e->seen = seen;
-	if (hold) {
-		s->objects++;
-		if (res < KR_MAX_RESOURCES)
-			s->held_bytes[res] += objlen;
-	} else {
-		s->not_held++;
-	}
+	tally(s, (unsigned)res, hold, objlen, 1);
 	s->used += need;
 	if (s->used > s->high_water)
 		s->high_water = s->used;
@@ -545,6 +541,13 @@ size_t kr_store_foreach(const struct kr_store *s, int res,
 	return n;
 }
 
+size_t kr_store_not_held(const struct kr_store *s, int res)
+{
+	if (res < 0)
+		return s->not_held;
+	return res < KR_MAX_RESOURCES ? s->not_held_res[res] : 0;
+}
+
 size_t kr_store_count(const struct kr_store *s, int res)
 {
 	if (res < 0)
@@ -624,17 +627,24 @@ int kr_store_check(const struct kr_store *s, const char **why)
 	if (held != s->objects || s->nentries - held != s->not_held)
 		FAIL("objects/not_held counters");
 	{
-		size_t bytes[KR_MAX_RESOURCES] = { 0 };
+		size_t bytes[KR_MAX_RESOURCES] = { 0 }, keys[KR_MAX_RESOURCES] = { 0 };
 
 		for (i = 0; i < s->fresh; i++) {
 			const struct kr_entry *e = &s->entries[i];
 
-			if ((e->flags & F_USED) && (e->flags & F_HELD) && e->res < KR_MAX_RESOURCES)
+			if (!(e->flags & F_USED) || e->res >= KR_MAX_RESOURCES)
+				continue;
+			if (e->flags & F_HELD)
 				bytes[e->res] += rec_load(s, e->rec).objlen;
+			else
+				keys[e->res]++;
 		}
-		for (i = 0; i < KR_MAX_RESOURCES; i++)
+		for (i = 0; i < KR_MAX_RESOURCES; i++) {
 			if (bytes[i] != s->held_bytes[i])
 				FAIL("held bytes per resource");
+			if (keys[i] != s->not_held_res[i])
+				FAIL("objects not held per resource");
+		}
 	}
 	for (i = 0; i < s->nbuckets; i++)
 		for (j = s->buckets[i] - 1; j >= 0; j = s->entries[j].next - 1) {

@@ -117,6 +117,7 @@ struct kr_store {
 	/* Per-resource quotas (resources 0..KR_MAX_RESOURCES-1): 0 = only the arena limits it. */
 	size_t quota[KR_MAX_RESOURCES];
 	size_t held_bytes[KR_MAX_RESOURCES];  /* object bytes held per resource */
+	size_t not_held_res[KR_MAX_RESOURCES]; /* entries recorded without their object, per resource */
 };
 
 /*
@@ -209,6 +210,13 @@ size_t kr_store_sweep(struct kr_store *s, int res, uint32_t seen,
  */
 size_t kr_store_foreach(const struct kr_store *s, int res,
 			void (*fn)(void *arg, const struct kr_store_view *v), void *arg);
+
+/*
+ * Entries of res recorded without their object (present but not held), in
+ * O(1); res < 0: of every resource. Resources >= KR_MAX_RESOURCES are not
+ * counted apart: 0.
+ */
+size_t kr_store_not_held(const struct kr_store *s, int res);
 
 /* Number of entries of res (res < 0: all, in O(1)), held or not. Scans the index for one res. */
 size_t kr_store_count(const struct kr_store *s, int res);

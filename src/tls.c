@@ -71,6 +71,22 @@ int kr_tls_global_init(void)
 	return 0;
 }
 
+/* Codes seldom met: in words only with KR_TLS_ERROR_TEXTS_FULL (not in the tiny build). */
+#if KR_TLS_ERROR_TEXTS_FULL
+#define KR_TLS_ERRORS_RARE(X) \
+	X(MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL, "a TLS record is larger than the buffer for it") \
+	X(MBEDTLS_ERR_SSL_UNEXPECTED_RECORD, "unexpected TLS record from the server") \
+	X(MBEDTLS_ERR_SSL_VERSION_MISMATCH, "the server changed the TLS version mid-session") \
+	X(MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE, "the server asked for a TLS feature not built in") \
+	X(MBEDTLS_ERR_SSL_PRIVATE_KEY_REQUIRED, "a client certificate without its private key") \
+	X(MBEDTLS_ERR_SSL_PK_TYPE_MISMATCH, "the client key does not suit the certificate") \
+	X(MBEDTLS_ERR_SSL_COUNTER_WRAPPING, "the TLS record counter ran out") \
+	X(MBEDTLS_ERR_SSL_CERTIFICATE_VERIFICATION_WITHOUT_HOSTNAME, "no server name to check the certificate against") \
+	X(MBEDTLS_ERR_ERROR_CORRUPTION_DETECTED, "TLS state corrupted (a bug)")
+#else
+#define KR_TLS_ERRORS_RARE(X)
+#endif
+
 /*
  * mbedTLS's own error texts (MBEDTLS_ERROR_C) cost 14 KB of a 350 KB binary;
  * these are the errors a user can act on, the rest print as their code. A
@@ -78,6 +94,8 @@ int kr_tls_global_init(void)
  * bignum, PEM): both are named when known. One row per code: X(code, text).
  */
 #define KR_TLS_ERRORS(X) \
+	X(MBEDTLS_ERR_NET_RECV_FAILED, "the connection broke while receiving") \
+	X(MBEDTLS_ERR_NET_SEND_FAILED, "the connection broke while sending") \
 	X(MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE, "the server sent a fatal alert") \
 	X(MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE, "handshake failed: no common protocol version, cipher, group or signature") \
 	X(MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION, "handshake failed: the server's TLS version is not 1.2 or 1.3") \
@@ -98,6 +116,7 @@ int kr_tls_global_init(void)
 	X(MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input") \
 	X(MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration") \
 	X(MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout") \
+	KR_TLS_ERRORS_RARE(X) \
 	X(MBEDTLS_ERR_X509_CERT_VERIFY_FAILED, "certificate verification failed") \
 	X(MBEDTLS_ERR_X509_INVALID_FORMAT, "certificate: invalid format") \
 	X(MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version") \
@@ -151,12 +170,47 @@ int kr_tls_global_init(void)
 static const short tls_error_codes[] = { KR_TLS_ERRORS(KR_TLS_ERR_CODE) };
 static const char tls_error_texts[] = KR_TLS_ERRORS(KR_TLS_ERR_TEXT);
 
-static const char *error_text(int code)
-{
-	const char *t = tls_error_texts;
+/*
+ * The fatal alerts a server sends, by their number (RFC 8446 6.2): what it
+ * refused, seen from the client. One row per alert: X(number, text).
+ */
+#define KR_TLS_ALERTS(X) \
+	X(MBEDTLS_SSL_ALERT_MSG_HANDSHAKE_FAILURE, "handshake failure: no common cipher, group or signature algorithm") \
+	X(MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION, "protocol version: no TLS version both sides accept") \
+	X(MBEDTLS_SSL_ALERT_MSG_INSUFFICIENT_SECURITY, "insufficient security: the server wants stronger ciphers") \
+	X(MBEDTLS_SSL_ALERT_MSG_CERT_REQUIRED, "certificate required: the server wants a client certificate (--cert, --key)") \
+	X(MBEDTLS_SSL_ALERT_MSG_NO_CERT, "no certificate: the server wants a client certificate (--cert, --key)") \
+	X(MBEDTLS_SSL_ALERT_MSG_BAD_CERT, "bad certificate: the server refused the client certificate") \
+	X(MBEDTLS_SSL_ALERT_MSG_UNSUPPORTED_CERT, "unsupported certificate: the server refused the client certificate's type or usage") \
+	X(MBEDTLS_SSL_ALERT_MSG_CERT_REVOKED, "certificate revoked: the client certificate was revoked") \
+	X(MBEDTLS_SSL_ALERT_MSG_CERT_EXPIRED, "certificate expired: the client certificate has expired") \
+	X(MBEDTLS_SSL_ALERT_MSG_CERT_UNKNOWN, "certificate unknown: the server refused the client certificate") \
+	X(MBEDTLS_SSL_ALERT_MSG_UNKNOWN_CA, "unknown CA: the server does not trust the client certificate's issuer") \
+	X(MBEDTLS_SSL_ALERT_MSG_ACCESS_DENIED, "access denied") \
+	X(MBEDTLS_SSL_ALERT_MSG_DECRYPT_ERROR, "decrypt error: a signature or key exchange failed on the server") \
+	X(MBEDTLS_SSL_ALERT_MSG_DECODE_ERROR, "decode error: the server could not parse a message") \
+	X(MBEDTLS_SSL_ALERT_MSG_ILLEGAL_PARAMETER, "illegal parameter") \
+	X(MBEDTLS_SSL_ALERT_MSG_UNEXPECTED_MESSAGE, "unexpected message") \
+	X(MBEDTLS_SSL_ALERT_MSG_BAD_RECORD_MAC, "bad record MAC") \
+	X(MBEDTLS_SSL_ALERT_MSG_RECORD_OVERFLOW, "record overflow") \
+	X(MBEDTLS_SSL_ALERT_MSG_INTERNAL_ERROR, "internal error on the server") \
+	X(MBEDTLS_SSL_ALERT_MSG_MISSING_EXTENSION, "missing extension") \
+	X(MBEDTLS_SSL_ALERT_MSG_UNSUPPORTED_EXT, "unsupported extension") \
+	X(MBEDTLS_SSL_ALERT_MSG_UNRECOGNIZED_NAME, "unrecognized name: the server does not serve the name asked for (SNI)") \
+	X(MBEDTLS_SSL_ALERT_MSG_NO_APPLICATION_PROTOCOL, "no application protocol")
 
-	for (size_t i = 0; i < sizeof(tls_error_codes) / sizeof(tls_error_codes[0]); i++) {
-		if (tls_error_codes[i] == code)
+#if KR_TLS_ERROR_TEXTS_FULL
+static const short tls_alert_codes[] = { KR_TLS_ALERTS(KR_TLS_ERR_CODE) };
+static const char tls_alert_texts[] = KR_TLS_ALERTS(KR_TLS_ERR_TEXT);
+#endif
+
+/* The text of `code` in a pair of tables as above, or NULL. */
+#define TABLE_TEXT(codes, texts, code) table_text(codes, sizeof(codes) / sizeof(codes[0]), texts, code)
+
+static const char *table_text(const short *codes, size_t n, const char *t, int code)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (codes[i] == code)
 			return t;
 		t += strlen(t) + 1;
 	}
@@ -166,7 +220,8 @@ static const char *error_text(int code)
 static void describe_error(int code, char *buf, size_t size)
 {
 	int high = -((-code) & 0xff80), low = -((-code) & 0x7f);
-	const char *h = high ? error_text(high) : NULL, *l = low ? error_text(low) : NULL;
+	const char *h = high ? TABLE_TEXT(tls_error_codes, tls_error_texts, high) : NULL;
+	const char *l = low ? TABLE_TEXT(tls_error_codes, tls_error_texts, low) : NULL;
 
 	if (h && l)
 		kr_snprintf(buf, size, "%s: %s", h, l);
@@ -435,6 +490,16 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 
 /* --- sessions ------------------------------------------------------------------------ */
 
+/* A failed mbedTLS call: its code, and the alert a server's refusal carried. */
+static void failed(struct kr_tls *t, int code)
+{
+	t->last_error = code;
+	t->alert = -1;
+	if (KR_TLS_ERROR_TEXTS_FULL && code == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE &&
+	    t->ssl.MBEDTLS_PRIVATE(in_msg))
+		t->alert = t->ssl.MBEDTLS_PRIVATE(in_msg)[1];
+}
+
 static int bio_send(void *p, const unsigned char *buf, size_t len)
 {
 	struct kr_tls *t = p;
@@ -444,8 +509,10 @@ static int bio_send(void *p, const unsigned char *buf, size_t len)
 		t->want = KR_POLL_OUT;
 		return MBEDTLS_ERR_SSL_WANT_WRITE;
 	}
-	if (n < 0)
+	if (n < 0) {
+		t->os_error = kr_port_last_error();
 		return MBEDTLS_ERR_NET_SEND_FAILED;
+	}
 	return (int)n;
 }
 
@@ -458,8 +525,10 @@ static int bio_recv(void *p, unsigned char *buf, size_t len)
 		t->want = KR_POLL_IN;
 		return MBEDTLS_ERR_SSL_WANT_READ;
 	}
-	if (n < 0)
+	if (n < 0) {
+		t->os_error = kr_port_last_error();
 		return MBEDTLS_ERR_NET_RECV_FAILED;
+	}
 	return (int)n;
 }
 
@@ -513,6 +582,8 @@ int kr_tls_open(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *se
 	t->done = 0;
 	t->want = KR_POLL_OUT;
 	t->last_error = 0;
+	t->alert = -1;
+	t->os_error = NULL;
 	t->saw_certificate = 0;
 	t->unclean_eof = 0;
 	r = mbedtls_ssl_setup(&t->ssl, &ctx->conf);
@@ -558,7 +629,7 @@ int kr_tls_handshake(struct kr_tls *t)
 		t->want = KR_POLL_OUT;
 		return 0;
 	}
-	t->last_error = r;
+	failed(t, r);
 	return KR_ETLS;
 }
 
@@ -586,7 +657,7 @@ long kr_tls_read(struct kr_tls *t, void *buf, size_t len)
 			save_session(t);
 			continue;
 		default:
-			t->last_error = r;
+			failed(t, r);
 			return KR_IO_ERR;
 		}
 	}
@@ -606,7 +677,7 @@ long kr_tls_write(struct kr_tls *t, const void *buf, size_t len)
 		t->want = KR_POLL_IN;
 		return KR_IO_WAIT;
 	}
-	t->last_error = r;
+	failed(t, r);
 	return KR_IO_ERR;
 }
 
@@ -646,7 +717,8 @@ void kr_tls_free(struct kr_tls *t)
 
 void kr_tls_describe(const struct kr_tls *t, char *buf, size_t size)
 {
-	char reason[160];
+	char reason[160], tag[24] = "";
+	const char *why = NULL;
 	uint32_t flags;
 
 	if (size == 0)
@@ -662,7 +734,19 @@ void kr_tls_describe(const struct kr_tls *t, char *buf, size_t size)
 		return;
 	}
 	describe_error(t->last_error, reason, sizeof(reason));
-	kr_snprintf(buf, size, "%s (-0x%04x)", reason, (unsigned)-t->last_error);
+	/* The socket's own reason after a transport failure; a server's alert in words. */
+	if (t->last_error == MBEDTLS_ERR_NET_RECV_FAILED || t->last_error == MBEDTLS_ERR_NET_SEND_FAILED)
+		why = t->os_error;
+#if KR_TLS_ERROR_TEXTS_FULL
+	if (t->last_error == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE && t->alert >= 0) {
+		kr_snprintf(tag, sizeof(tag), "TLS alert %d, ", t->alert);
+		why = TABLE_TEXT(tls_alert_codes, tls_alert_texts, t->alert);
+		if (why)
+			kr_snprintf(reason, sizeof(reason), "the server refused");
+	}
+#endif
+	kr_snprintf(buf, size, "%s%s%s (%s-0x%04x)", reason, why ? ": " : "", why ? why : "", tag,
+		    (unsigned)-t->last_error);
 }
 
 const char *kr_tls_version(struct kr_tls *t)

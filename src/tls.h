@@ -46,6 +46,8 @@ struct kr_tls {
 	int done;                      /* handshake complete */
 	int want;                      /* KR_POLL_IN / KR_POLL_OUT the last call waits for */
 	int last_error;                /* mbedTLS error code of the last failure */
+	int alert;                     /* then: the fatal alert the server sent, -1: none */
+	const char *os_error;          /* the system's reason the socket failed, NULL: none */
 	int saw_certificate;           /* this handshake verified a certificate chain */
 	int unclean_eof;               /* the peer closed without close_notify */
 	unsigned full_handshakes;      /* counters, for tests and stats */

@@ -1200,7 +1200,8 @@ def t_too_large_to_hold(s):
     s.create("wide", many)
     kr = s.kreflect("--watch-list", "off")
     syn = kr.wait_synced()[0]
-    check(syn["count"] == 5, "SYNCED %s: expected 5 objects (2 not held)" % syn)
+    check(syn["count"] == 5 and syn.get("partial") is True, "SYNCED %s: expected 5 objects (2 not held)" % syn)
+    check("partial: 3 of 5 held" in kr.stderr(), "the synced line: %s" % kr.stderr_tail(2))
     m, _ = kr.mirror()
     check(sorted(m) == ["default/a", "default/b", "default/wide"], "mirrored %s" % sorted(m))
     s.update("a", {"big": big})                   # grows too large: leaves the output
@@ -1222,13 +1223,21 @@ def t_too_large_to_hold(s):
     err = kr.stderr()
     for n in ("default/a", "default/b", "default/huge", "default/many"):
         check("%s (" % n in err and "present but not held" in err, "stderr does not report %s as not held" % n)
-    # A fresh list agrees: 4 objects, "a" not held.
+    # A fresh list agrees: 4 objects, "a" not held, so the mirror is partial.
     kr2 = s.kreflect("--watch-list", "off", "--once")
-    check(kr2.wait_exit(15) == 0, "--once exited %s" % kr2.rc)
-    check(kr2.synced()[0]["count"] == 4 and s.mirror_rvs(kr2) == want,
+    check(kr2.wait_exit(15) == 1 and "mirror of configmaps is partial" in kr2.stderr(),
+          "--once exited %s: %s" % (kr2.rc, kr2.stderr_tail(2)))
+    check(kr2.synced()[0]["count"] == 4 and kr2.synced()[0].get("partial") is True and
+          s.mirror_rvs(kr2) == want,
           "--once: SYNCED %s, mirror %s" % (kr2.synced(), s.mirror_rvs(kr2)))
+    # By watch-list too: the object too large is named from its event's first bytes.
+    kr3 = s.kreflect("--watch-list", "on", "--once")
+    check(kr3.wait_exit(15) == 1 and kr3.synced()[0].get("partial") is True and
+          "partial: 3 of 4 held" in kr3.stderr() and s.mirror_rvs(kr3) == want,
+          "--once by watch-list: exit %s, SYNCED %s, %s" % (kr3.rc, kr3.synced(), kr3.stderr_tail(2)))
     s.settle()
-    expect_requests(s.reqs(), [L(rv="0", limit=500), W(ANY, status="open"), L(rv="0", limit=500)])
+    expect_requests(s.reqs(), [L(rv="0", limit=500), W(ANY, status="open"), L(rv="0", limit=500),
+                               WL()])
 
 
 @scenario("StalledServerIdleDeadline", 40)
@@ -2481,25 +2490,35 @@ def t_capacity_objects_by_watch(s):
     check(not anomalies, "event stream: %s" % anomalies[:3])
 
 
-@scenario("CapacityBytesAtList", 8)
+@scenario("CapacityBytesAtList", 10)
 def t_capacity_bytes_at_list(s):
-    """--arena-bytes smaller than the list: objects that do not fit are present
-    but not held (named, counted in SYNCED, never printed); when room comes
-    back they are held again."""
+    """--arena-bytes smaller than the list, by watch-list and by paginated
+    LIST: objects that do not fit are present but not held (named, counted
+    in SYNCED, never printed), the sync is partial (SYNCED, its log line
+    with the count held, --once's exit 1); deletes on the server make room
+    and the relist they start holds every object again."""
     s.server("--initial", 300, "--initial-size", 1024)
+    for mode in ("on", "off"):
+        kr = s.kreflect("--arena-bytes", "256K", "--watch-list", mode, "--page-size", "40")
+        syn = kr.wait_synced(timeout=15)[0]
+        got, want = s.mirror_rvs(kr), s.server_objects()
+        check(syn["count"] == 300 and syn.get("partial") is True, "%s: SYNCED %s" % (mode, syn))
+        check(100 < len(got) < 300 and all(want.get(k) == v for k, v in got.items()),
+              "%s: %d held, some not as on the server" % (mode, len(got)))
+        err = kr.stderr()
+        check("present but not held" in err and "the arena is full" in err,
+              "%s: no error says the arena is full: %s" % (mode, kr.stderr_tail(2)))
+        check("partial: %d of 300 held" % len(got) in err, "%s: the synced line: %s" % (mode, kr.stderr_tail(3)))
+        kr.stop()
+    once = s.kreflect("--arena-bytes", "256K", "--once")
+    check(once.wait_exit(20) == 1 and "mirror of configmaps is partial" in once.stderr(),
+          "--once on a partial mirror: exit %s, %s" % (once.rc, once.stderr_tail(2)))
+    check(once.synced()[0].get("partial") is True, "--once: SYNCED %s" % once.synced())
     kr = s.kreflect("--arena-bytes", "256K", "--watch-list", "off")
-    syn = kr.wait_synced(timeout=15)[0]
-    got, want = s.mirror_rvs(kr), s.server_objects()
-    check(syn["count"] == 300, "SYNCED %s: every object is known" % syn)
-    check(100 < len(got) < 300 and all(want.get(k) == v for k, v in got.items()),
-          "%d held, some not as on the server" % len(got))
-    check("present but not held" in kr.stderr() and "the arena is full" in kr.stderr(),
-          "no error says the arena is full: %s" % kr.stderr_tail(2))
+    kr.wait_synced(timeout=15)
     for i in range(200):
         s.delete("cm-%05d" % (299 - i))
-    s.ctl.fault(kind="watch_error", code=410, watch=True, count=1)
-    s.ctl.drop_watches()
-    converge_after_room(s, kr, "after deletes and a relist")
+    converge_after_room(s, kr, "after deletes")
 
 
 @scenario("CapacityBytesByWatch", 8)
@@ -2508,9 +2527,11 @@ def t_capacity_bytes_by_watch(s):
     present but not held; once others are deleted, its next change is held."""
     s.server("--initial", 50, "--initial-size", 1024)
     kr = s.kreflect("--arena-bytes", "256K")
-    kr.wait_synced(timeout=15)
+    check(not kr.wait_synced(timeout=15)[0].get("partial"), "the first sync is whole")
     s.ctl.bulk("configmaps", "default", 250, size=1024, start=50)
     kr.wait(lambda _lines: "present but not held" in kr.stderr(), late(15), "an object not held")
+    kr.wait(lambda _lines: "configmaps: the mirror is partial: " in kr.stderr(), late(5),
+            "a line saying the mirror became partial")
     held = s.mirror_rvs(kr)
     want = s.server_objects()
     check(len(held) < 300 and all(want.get(k) == v for k, v in held.items()),
@@ -2521,7 +2542,7 @@ def t_capacity_bytes_by_watch(s):
     for k in missing:
         if k in s.server_objects():
             s.update(k.split("/", 1)[1], {"payload": "small now"}, mode="replace")
-    kr.wait(lambda _lines: s.mirror_rvs(kr) == s.server_objects(), late(20), "the mirror equal to the server")
+    converge_after_room(s, kr, "after deletes")
     _, anomalies = kr.mirror()
     check(not anomalies, "event stream: %s" % anomalies[:3])
 

@@ -8,7 +8,7 @@
 # "startup" and "running", and reported at exit. It mirrors the test API
 # server's ConfigMaps over TLS through everything a reflector lives through:
 # the initial watch-list, updates, creates, deletes, 9,000 MODIFIED events
-# (more bytes than the 8 MiB arena, so the store compacts), a dropped watch
+# (more bytes than the 8 MiB arena it is given, so the store compacts), a dropped watch
 # re-watched through randomly cut chunks, and a relist forced by compaction
 # (410 on the re-watch, watch-list refused with 422, paginated LIST). Then
 # SIGTERM, and the counts must be zero.
@@ -100,7 +100,7 @@ if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true >/dev/null 2
 	strace -f --seccomp-bpf -e trace=brk -o /dev/null true >/dev/null 2>&1 && seccomp=--seccomp-bpf
 fi
 set -- "$bin" --server "https://localhost:$port" --certificate-authority "$work/ca.crt" \
-	--token-file "$work/token" --page-size 100 -v 2 --state-dir "$work/state" --state-interval 1 configmaps
+	--token-file "$work/token" --page-size 100 --arena-bytes 8M -v 2 --state-dir "$work/state" --state-interval 1 configmaps
 if [ $use_strace = 1 ]; then
 	KR_MALLOC_COUNT_FILE=$counts strace -f -qq $seccomp -e trace=execve,brk,mmap,mremap,munmap,fork,clone,clone3 \
 		-o "$work/strace.log" "$@" >"$out" 2>"$work/kreflect.log" &
@@ -144,7 +144,7 @@ ctl touch configmaps default --count 30
 if wait_lines '"type":"MODIFIED"' 9005; then
 	# Object bytes stored: each line less {"type":"MODIFIED","object": and } and its newline.
 	stored=$(grep '"type":"MODIFIED"' "$out" | awk '{ n += length($0) - 29 } END { print n }')
-	arena=$("$bin" --print-budget 2>/dev/null | awk '$1 == "arena" { print $2 }')
+	arena=$("$bin" --arena-bytes 8M --print-budget 2>/dev/null | awk '$1 == "arena" { print $2 }')
 	# The store's own figures, read from the process: it must have compacted.
 	set -- $(python3 tests/bench/store_stats.py "$kr" "$bin")
 	if [ "$stored" -gt "$arena" ] && [ "${6:-0}" != "?" ] && [ "${6:-0}" -ge 1 ]; then

@@ -266,6 +266,46 @@ def t_metrics(s):
     check(metric(text, "kreflect_serve_requests_total") >= 1, "requests")
 
 
+@scenario("ServePartialMirror", 10)
+def t_partial(s):
+    """A mirror that lacks objects (the arena full, at the list and by watch
+    events) fails /readyz naming the resource and the counts, and shows in
+    /metrics (kreflect_partial, kreflect_objects_held); once deletes on the
+    server make room and the relist holds every object, both say whole."""
+    s.server("--initial", 300, "--initial-size", 1024)
+    lo = Local(s, "--arena-bytes", "256K", "--watch-list", "off")
+    res = {"resource": "configmaps"}
+
+    def state():
+        st, _, body = lo.req("/readyz?verbose")
+        text = lo.req("/metrics")[2]
+        return st, body.decode(), text
+
+    st, body, text = state()
+    held = metric(text, "kreflect_objects_held", res)
+    check(st == 503 and "[+]synced:configmaps ok" in body and
+          "[-]complete:configmaps failed: the mirror is partial: %d of 300 objects held" % held in body,
+          "/readyz of a partial mirror: %d %r" % (st, body))
+    check(metric(text, "kreflect_partial", res) == 1 and metric(text, "kreflect_objects", res) == 300
+          and 100 < held < 300, "metrics of a partial mirror: partial %s, held %s"
+          % (metric(text, "kreflect_partial", res), held))
+    promtool_check(text)
+    for i in range(200):
+        s.delete("cm-%05d" % (299 - i))
+    wait_until(lambda: lo.req("/readyz")[0] == 200, e2e.late(30), "/readyz to pass once room came back")
+    st, body, text = state()
+    check("[+]complete:configmaps ok" in body and metric(text, "kreflect_partial", res) == 0
+          and metric(text, "kreflect_objects_held", res) == 100, "whole again: %r" % body)
+    # By watch events: the arena fills again; the next object not held makes it partial.
+    s.ctl.bulk("configmaps", "default", 250, size=1024, start=300)
+    wait_until(lambda: lo.req("/readyz")[0] == 503, e2e.late(20), "/readyz to fail when an event is not held")
+    st, body, text = state()
+    check("[-]complete:configmaps failed: the mirror is partial" in body and
+          metric(text, "kreflect_partial", res) == 1, "partial by watch: %r" % body)
+    check("the mirror is partial: " in lo.kr.stderr(), "no log line says the mirror became partial: %s"
+          % lo.kr.stderr_tail(2))
+
+
 # =========================================================================== the API
 
 @scenario("ServeListGetSelectors", 6)

@@ -261,7 +261,7 @@ static int check_object(int i, int slot, const struct kr_event *ev)
 
 static void on_event(void *arg, const struct kr_event *ev)
 {
-	int i = ev->res, type, slot, n, k;
+	int i = ev->res, type, slot, n, nh, k;
 	struct folded *f;
 
 	(void)arg;
@@ -272,19 +272,22 @@ static void on_event(void *arg, const struct kr_event *ev)
 	}
 	type = t.sc.flt[i].type;
 	if (ev->type == KR_EV_SYNCED) {
-		for (n = 0, k = 0; k < KR_SIM_SLOTS; k++) {
+		for (n = 0, nh = 0, k = 0; k < KR_SIM_SLOTS; k++) {
 			struct kr_store_view v;
 			const char *key = kr_sim_key(type, k);
+			int not_held = kr_store_get(store, i, key, kr_sim_key_len(type, k), &v) && !v.held;
 
 			/* Present but not held: counted, though the stream was told it is gone. */
-			n += t.fold[i][k].present ||
-			     (kr_store_get(store, i, key, kr_sim_key_len(type, k), &v) && !v.held);
+			n += t.fold[i][k].present || not_held;
+			nh += not_held;
 		}
 		if ((size_t)n != ev->count)
 			violation(3, "SYNCED %s at %s counts %zu objects, the stream holds %d", ev->resource, ev->rv,
 				  ev->count, n);
-		if (ev->partial)
-			violation(3, "SYNCED %s at %s is partial: objects could not be read", ev->resource, ev->rv);
+		/* Every object is read and the index never fills here: partial is exactly "some not held". */
+		if (ev->partial != (nh > 0))
+			violation(3, "SYNCED %s at %s %s partial, with %d objects present but not held",
+				  ev->resource, ev->rv, ev->partial ? "is" : "is not", nh);
 		if (t.window_end && kr_port_now_ms() < t.window_end && (t.rs->variant & RV_UNREACHABLE)) {
 			if (!ev->restored)
 				violation(6, "SYNCED %s at %s reported live while the server could not be reached "

@@ -101,6 +101,8 @@ mkdir -p build/test || exit 1
 } 9>build/test/tls-certs.lock
 
 # case NAME EXPECT(ok|fail:PATTERN) SERVER-ARGS -- PROBE-ARGS
+# SERVER-ARGS "reset" is no TLS server: a socket that reads the ClientHello
+# and resets the connection (SO_LINGER 0), as a server going down does.
 server_pid=""
 stop_server() {
 	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
@@ -119,8 +121,22 @@ tcase() {
 	# runs, and until then the loop below would read the port of an earlier
 	# run's log (a connect refused "after ACCEPT" under two busy lanes).
 	: >"$out.server" || exit 1
-	# shellcheck disable=SC2086
-	openssl s_server -accept 127.0.0.1:0 -www $sargs >"$out.server" 2>&1 &
+	if [ "$sargs" = " reset" ]; then
+		python3 -u -c '
+import socket, struct
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+print("ACCEPT 127.0.0.1:%d" % s.getsockname()[1])
+c, _ = s.accept()
+c.recv(4096)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+c.close()
+' >"$out.server" 2>&1 &
+	else
+		# shellcheck disable=SC2086
+		openssl s_server -accept 127.0.0.1:0 -www $sargs >"$out.server" 2>&1 &
+	fi
 	server_pid=$!
 	port=""
 	i=0
@@ -205,9 +221,14 @@ tcase san-mismatch-ip "fail:not trusted.*(CN|name)" -cert $c/server-elsewhere.cr
 tcase san-mismatch-dns "fail:not trusted.*(CN|name)" -cert $c/server-ec.crt -key $c/server-ec.key \
 	-- --ca $c/ca.crt --name api.wrong.example
 tcase expired "fail:not trusted.*expired" -cert $c/server-expired.crt -key $c/server-expired.key -- --ca $c/ca.crt
-tcase client-cert-missing "fail:failed" -tls1_3 -Verify 1 -CAfile $c/ca.crt -cert $c/server-ec.crt -key $c/server-ec.key \
+tcase client-cert-missing "fail:the server refused: certificate required.*TLS alert 116" -tls1_3 -Verify 1 -CAfile $c/ca.crt -cert $c/server-ec.crt -key $c/server-ec.key \
 	-- --ca $c/ca.crt
-tcase tls11-only-refused "fail:failed" -tls1_1 -cert $c/server-rsa.crt -key $c/server-rsa.key -- --ca $c/ca.crt
+tcase tls11-only-refused "fail:the server refused: protocol version: no TLS version.*TLS alert 70" -tls1_1 -cert $c/server-rsa.crt -key $c/server-rsa.key -- --ca $c/ca.crt
+tcase client-cert-unknown-ca "fail:the server refused: unknown CA.*TLS alert 48" -tls1_3 -Verify 1 -verify_return_error -CAfile $c/ca.crt \
+	-cert $c/server-ec.crt -key $c/server-ec.key -- --ca $c/ca.crt --cert $c/server-unknown.crt --key $c/server-unknown.key
+tcase no-common-cipher "fail:the server refused: handshake failure: no common cipher.*TLS alert 40" -tls1_2 \
+	-cipher AES128-SHA -cert $c/server-rsa.crt -key $c/server-rsa.key -- --ca $c/ca.crt
+tcase reset-during-handshake "fail:the connection broke while receiving: .*reset.*\(-0x004c\)" reset -- --ca $c/ca.crt
 tcase no-ca-no-insecure "fail:no CA certificate" -cert $c/server-ec.crt -key $c/server-ec.key --
 tcase key-not-matching-cert "fail:does not match" -cert $c/server-ec.crt -key $c/server-ec.key \
 	-- --ca $c/ca.crt --cert $c/client-ec.crt --key $c/client-rsa.key

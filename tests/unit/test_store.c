@@ -683,6 +683,7 @@ KR_TEST(store, quota_caps_one_resource_only)
 	/* A third 1000 bytes would pass 2500: recorded, not held. */
 	check(kr_store_put(&s, 0, "ns/c", 4, "1", "u3", qobj, sizeof(qobj), 1, NULL) == KR_STORE_NOT_HELD);
 	check(kr_store_get(&s, 0, "ns/c", 4, &v) == 1 && !v.held);
+	check(kr_store_not_held(&s, 0) == 1 && kr_store_not_held(&s, 1) == 0);
 	/* Another resource is not limited by it. */
 	check(kr_store_put(&s, 1, "ns/c", 4, "1", "u4", qobj, sizeof(qobj), 1, NULL) == KR_STORE_ADDED);
 	/* Replacing a held object counts the new size only once. */
@@ -693,7 +694,55 @@ KR_TEST(store, quota_caps_one_resource_only)
 	check(s.held_bytes[0] == 1000);
 	check(kr_store_put(&s, 0, "ns/c", 4, "1", "u3", qobj, sizeof(qobj), 1, NULL) == KR_STORE_ADDED);
 	check(s.held_bytes[0] == 2000 && s.held_bytes[1] == 1000);
+	check(kr_store_not_held(&s, 0) == 0 && kr_store_not_held(&s, -1) == 0);
 	check(kr_store_check(&s, &why) == 0);
+	return 0;
+}
+
+/*
+ * Every way an entry is present but not held (the arena full, an object
+ * larger than the arena, a key recorded without bytes) is counted for its
+ * resource alone, and uncounted when it is held again, replaced or deleted:
+ * a mirror is partial exactly while its count is not zero.
+ */
+KR_TEST(store, objects_not_held_are_counted_per_resource)
+{
+	static char big[ARENA];
+	struct kr_store *s = fresh(2048, ENTRIES, ENTRIES, 256);
+	const char *why = NULL;
+	char obj[600];
+
+	memset(big, 'x', sizeof(big) - 1);
+	memset(obj, 'y', sizeof(obj) - 1);
+	obj[sizeof(obj) - 1] = '\0';
+	check(put(s, 0, "a", "1", "", obj, 0, NULL) == KR_STORE_ADDED);
+	check(put(s, 0, "b", "1", "", obj, 0, NULL) == KR_STORE_ADDED);
+	/* The arena (2 KiB less a 256-byte reserve) is full. */
+	check(put(s, 0, "c", "1", "", obj, 0, NULL) == KR_STORE_NOT_HELD);
+	check(put(s, 1, "c", "1", "", obj, 0, NULL) == KR_STORE_NOT_HELD);
+	check(put(s, 1, "d", "1", "", big, 0, NULL) == KR_STORE_NOT_HELD);
+	check(put(s, 1, "e", "1", "", NULL, 0, NULL) == KR_STORE_NOT_HELD);
+	check(kr_store_not_held(s, 0) == 1 && kr_store_not_held(s, 1) == 3);
+	check(kr_store_not_held(s, -1) == 4 && s->not_held == 4);
+	/* Resources past the per-resource counters are counted in the total only. */
+	check(put(s, KR_MAX_RESOURCES, "f", "1", "", NULL, 0, NULL) == KR_STORE_NOT_HELD);
+	check(kr_store_not_held(s, KR_MAX_RESOURCES) == 0 && kr_store_not_held(s, -1) == 5);
+	/* The same version again writes nothing and counts nothing twice. */
+	check(put(s, 0, "c", "1", "", NULL, 0, NULL) == KR_STORE_NOT_HELD);
+	check(kr_store_not_held(s, 0) == 1);
+	/* Room again: held on its next put, uncounted. */
+	check(kr_store_delete(s, 0, "a", 1, NULL) == 1);
+	check(kr_store_compact(s) > 0);
+	check(put(s, 0, "c", "2", "", obj, 0, NULL) == KR_STORE_ADDED);
+	check(kr_store_not_held(s, 0) == 0);
+	/* A held object that no longer fits is counted; deleting entries uncounts them. */
+	check(put(s, 0, "b", "2", "", big, 0, NULL) == KR_STORE_NOT_HELD);
+	check(kr_store_not_held(s, 0) == 1);
+	check(kr_store_check(s, &why) == 0);
+	check(kr_store_delete(s, 0, "b", 1, NULL) == 1 && kr_store_delete(s, 1, "d", 1, NULL) == 1);
+	check(kr_store_not_held(s, 0) == 0 && kr_store_not_held(s, 1) == 2);
+	check(kr_store_sweep(s, 1, 1, NULL, NULL) == 2 && kr_store_not_held(s, 1) == 0);
+	check(kr_store_check(s, &why) == 0);
 	return 0;
 }
 
