@@ -2,6 +2,8 @@
 #
 #   make deps        install missing Debian packages (as root) and fetch mbedTLS
 #   make             build/kreflect (x86_64, static, stripped)
+#   make install     PREFIX=/usr/local DESTDIR= TARGET=x86_64: binary, man page, header,
+#                    libraries, pkg-config file
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
 #   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
@@ -238,16 +240,26 @@ lib: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-lib
 	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
 
-# make install PREFIX=/usr/local [TARGET=x86_64|aarch64|armv7] [DESTDIR=...]
+# make install PREFIX=/usr/local [TARGET=x86_64|aarch64|armv7] [DESTDIR=...]:
+# the TARGET's binary, the man page, the header, both archives and a pkg-config
+# file whose paths are PREFIX's (DESTDIR is only where the files go now).
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+LIBDIR ?= $(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
 install: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)+$(SUBMAKE) TARGET=$(TARGET) target-lib
-	$(Q)install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(PREFIX)/include/kreflect.h
-	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(PREFIX)/lib/
-	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$${prefix}/include|' \
-	  -e 's|^libdir=.*|libdir=$${prefix}/lib|' $(O)/kreflect.pc >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kreflect.pc
-	@echo "  INSTALL $(DESTDIR)$(PREFIX): include/kreflect.h lib/libkreflect.a lib/libkreflect-mbedtls.a lib/pkgconfig/kreflect.pc"
+	$(Q)+$(SUBMAKE) TARGET=$(TARGET) target-bin target-lib
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	  $(DESTDIR)$(MANDIR)/man1
+	$(Q)install -m 0755 $(O)/kreflect $(DESTDIR)$(BINDIR)/kreflect
+	$(Q)install -m 0644 src/kreflect.1 $(DESTDIR)$(MANDIR)/man1/kreflect.1
+	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(INCLUDEDIR)/kreflect.h
+	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(LIBDIR)/
+	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$(INCLUDEDIR)|' \
+	  -e 's|^libdir=.*|libdir=$(LIBDIR)|' $(O)/kreflect.pc >$(DESTDIR)$(LIBDIR)/pkgconfig/kreflect.pc
+	@echo "  INSTALL $(DESTDIR): $(BINDIR)/kreflect $(MANDIR)/man1/kreflect.1 $(INCLUDEDIR)/kreflect.h"
+	@echo "          $(LIBDIR)/libkreflect.a $(LIBDIR)/libkreflect-mbedtls.a $(LIBDIR)/pkgconfig/kreflect.pc"
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
@@ -576,7 +588,7 @@ distclean:
 	rm -rf build
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(MBEDTLS_O)/*.d)
 
