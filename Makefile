@@ -1,9 +1,10 @@
 # kreflect: a Kubernetes reflector for edge devices.
 #
-#   make deps        install missing Debian packages (as root) and fetch mbedTLS
+#   make deps        install the Debian packages building needs (as root) and fetch mbedTLS
 #   make             build/kreflect (x86_64, static, stripped)
 #   make install     PREFIX=/usr/local DESTDIR= TARGET=x86_64: binary, man page, header,
 #                    libraries, pkg-config file
+#   make test-deps   the test-only packages and the reference peers (make test runs it)
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
 #   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
@@ -27,10 +28,20 @@ VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
 
 # --- dependencies ---------------------------------------------------------------
 
+# What `make`, `make cross`, `make install` and `make demo` need: the musl
+# compilers, jsmn, python3 (the compressed --help is generated; the demo's API
+# server), openssl (the demo server's certificates), dpkg-dev and bzip2 (the
+# mbedTLS source package), binutils (strip, ar), pkg-config (the library's users).
 DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
-	musl-dev:arm64 musl-dev:armhf qemu-user libjsmn-dev python3 openssl \
-	clang libclang-rt-14-dev valgrind bzip2 dpkg-dev cppcheck binutils file \
-	strace procps curl pkg-config prometheus python3-yaml yamllint
+	musl-dev:arm64 musl-dev:armhf libjsmn-dev python3 openssl bzip2 dpkg-dev \
+	binutils pkg-config
+# What only the tests need (make test-deps): qemu-user (ARM builds), clang and
+# its runtime (sanitizer builds), valgrind, cppcheck (lint), file, strace,
+# procps, curl, prometheus (promtool), python3-yaml and yamllint (k8s-sidecar
+# suite), groff-base and man-db (the man page check), systemd (systemd-analyze
+# verify of the example unit).
+TEST_DEB_PACKAGES := qemu-user clang libclang-rt-14-dev valgrind cppcheck file \
+	strace procps curl prometheus python3-yaml yamllint groff-base man-db systemd
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
 MBEDTLS_DIR := $(DEPS)/mbedtls
@@ -263,7 +274,8 @@ install: | $(MBEDTLS_STAMP) $(JSMN_H)
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
-test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
+# The test-only packages and peers first: a fresh machine needs only make deps.
+test: test-deps build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests target-lib
 	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
 	$(Q)+$(SUBMAKE) TARGET=x86_64 PORT=sim target-sim
@@ -437,12 +449,17 @@ $(MBEDTLS_O)/kr_gcm.o: port/crypto/gcm.c port/crypto/gcm_alt.h $(MBEDTLS_CONFIG)
 
 # --- fetching dependencies ----------------------------------------------------------------
 
-deps: packages mbedtls-src peers-deps
+deps: packages mbedtls-src
 
-# Installs what is missing when root; otherwise says exactly what to run.
-packages:
+# Only what the tests use: `make test` runs it first.
+.PHONY: test-deps test-packages
+test-deps: test-packages peers-deps
+
+# $(call apt_install,PACKAGES): installs what is missing when root; otherwise
+# says exactly what to run.
+define apt_install
 	$(Q)missing=""; \
-	for p in $(DEB_PACKAGES); do \
+	for p in $(1); do \
 	  dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'install ok installed' \
 	    || missing="$$missing $$p"; \
 	done; \
@@ -456,6 +473,13 @@ packages:
 	dpkg --add-architecture arm64 && dpkg --add-architecture armhf && \
 	apt-get update && \
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+endef
+
+packages:
+	$(call apt_install,$(DEB_PACKAGES))
+
+test-packages:
+	$(call apt_install,$(TEST_DEB_PACKAGES))
 
 mbedtls-src: $(MBEDTLS_STAMP)
 
@@ -588,7 +612,7 @@ distclean:
 	rm -rf build
 
 help:
-	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,17p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(MBEDTLS_O)/*.d)
 

@@ -98,7 +98,7 @@ host_suites() {
 	run_suite readme-library python3 tests/example/readme.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).
 	run_suite peers python3 tests/peers/test_peers.py
-	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).
+	# The test API server against kubectl 1.32 and client-go 0.32 (make test-deps, make peers).
 	run_suite real-clients python3 tests/peers/test_real_clients.py
 	run_suite malloc sh tests/malloc/run.sh
 	# The e2e scenarios once more with --state-dir on (warm restarts inside scenarios).
