@@ -14,15 +14,7 @@
 # The last line is "N passed, N failed"; what it made is in build/test/install/.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-finish() {
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
+. tests/install/common.sh
 
 bin=build/kreflect
 page=src/kreflect.1
@@ -61,31 +53,28 @@ fi
 # The environment variables --help lists (its "environment:" section).
 vars=$(sed -n '/^environment:/,/^$/p' "$work/help.txt" | grep -oE '^  [A-Z_]+(, [A-Za-z_]+)*' |
 	tr ',' '\n' | tr -d ' ' | sort -u)
-lost=""
-for v in $vars; do grep -q "$v" "$page" || lost="$lost $v"; done
-if [ -n "$vars" ] && [ -z "$lost" ]; then
-	ok "the environment variables of --help are in the man page ($(echo $vars | wc -w))"
-else
-	bad "environment variables missing from $page:$lost (found: $vars)"
-fi
-
+# in_page WHAT MIN PATTERN WORD...: each WORD matches PATTERN (WORD in place of
+# @) in the page, and there are at least MIN of them.
+in_page() {
+	what=$1 min=$2 pat=$3
+	shift 3
+	lost=""
+	for w in "$@"; do grep -q "$(echo "$pat" | sed "s|@|$w|")" "$page" || lost="$lost $w"; done
+	if [ $# -ge "$min" ] && [ -z "$lost" ]; then
+		ok "the $# $what are in the man page"
+	else
+		bad "$what missing from $page ($# found):$lost"
+	fi
+}
+# shellcheck disable=SC2086
+in_page "environment variables of --help" 5 @ $vars
 # Every metric the endpoint serves and every path it answers itself.
 metrics=$(grep -oE '"kreflect_[a-z_]+' src/serve.c | tr -d '"' | sort -u)
-lost=""
-for m in $metrics; do grep -q "$m" "$page" || lost="$lost $m"; done
-if [ "$(echo $metrics | wc -w)" -gt 20 ] && [ -z "$lost" ]; then
-	ok "the $(echo $metrics | wc -w) metrics of src/serve.c are in the man page"
-else
-	bad "metrics missing from $page:$lost"
-fi
+# shellcheck disable=SC2086
+in_page "metrics of src/serve.c" 20 @ $metrics
 paths=$(grep -oE 'strcmp\(path, "/[a-z]+"\)' src/serve.c | grep -oE '/[a-z]+' | sort -u)
-lost=""
-for p in $paths; do grep -q "^\.B.* $p" "$page" || lost="$lost $p"; done
-if [ -n "$paths" ] && [ -z "$lost" ]; then
-	ok "the endpoint's paths ($(echo $paths)) are in the man page"
-else
-	bad "endpoint paths missing from $page:$lost"
-fi
+# shellcheck disable=SC2086
+in_page "paths the endpoint answers itself ($(echo $paths))" 5 '^\.B.* @' $paths
 for code in 0 1 2; do
 	grep -q "^\.B $code\$" "$page" || bad "exit code $code has no entry in $page"
 done
