@@ -44,8 +44,16 @@ TEST_DEB_PACKAGES := qemu-user clang libclang-rt-14-dev valgrind cppcheck file \
 	strace procps curl prometheus python3-yaml yamllint groff-base man-db systemd
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
+# MBEDTLS_DIR=PATH on the command line: an mbedTLS 3.6 source tree already
+# there (a package recipe's second download) instead of the one make deps fetches.
+ifeq ($(origin MBEDTLS_DIR),command line)
+MBEDTLS_STAMP := $(MBEDTLS_DIR)/include/mbedtls/build_info.h
+else
 MBEDTLS_DIR := $(DEPS)/mbedtls
 MBEDTLS_STAMP := $(MBEDTLS_DIR)/.kreflect-extracted
+endif
+# jsmn's single header: Debian's, or JSMN_SRC=PATH (a package recipe's copy).
+JSMN_SRC ?= /usr/include/jsmn.h
 JSMN_H := build/include/jsmn.h
 
 # --- per-target toolchain ----------------------------------------------------------
@@ -494,6 +502,10 @@ APT_OPTS := -o Dir::Etc::SourceList=$(CURDIR)/$(APT_DIR)/sources.list \
 	-o Debug::NoLocking=1 -o APT::Sandbox::User=root
 DEBIAN_MIRROR ?= http://deb.debian.org/debian
 
+ifeq ($(origin MBEDTLS_DIR),command line)
+$(MBEDTLS_STAMP):
+	@echo "kreflect: MBEDTLS_DIR=$(MBEDTLS_DIR) is not an mbedTLS 3.6 source tree (no $@)" >&2; exit 1
+else
 $(MBEDTLS_STAMP):
 	@echo "  FETCH   mbedtls (Debian trixie source package)"
 	$(Q)rm -rf $(APT_DIR) $(MBEDTLS_DIR) && \
@@ -508,6 +520,7 @@ $(MBEDTLS_STAMP):
 	cd $(CURDIR) && mv $(APT_DIR)/src/tree $(MBEDTLS_DIR) && \
 	grep -q '"3\.6\.' $(MBEDTLS_DIR)/include/mbedtls/build_info.h && \
 	echo "$$ver" > $@ && echo "  mbedtls $$ver in $(MBEDTLS_DIR)"
+endif
 
 # The reference peers from Debian trixie's binary packages (Go 1.24, client-go
 # 0.32 and the closure of its golang-*-dev dependencies, kubectl 1.32), unpacked
@@ -536,12 +549,12 @@ build/peers/client-go-peer: $(wildcard tests/peers/client-go/*) | $(TRIXIE_STAMP
 
 # The cross compilers' musl specs do not search /usr/include, so jsmn's header
 # is copied where every target looks.
-$(JSMN_H): /usr/include/jsmn.h
+$(JSMN_H): $(JSMN_SRC)
 	@mkdir -p $(@D)
 	$(Q)cp $< $@
 
-/usr/include/jsmn.h:
-	@echo "kreflect: /usr/include/jsmn.h is missing: run 'make deps' (package libjsmn-dev)" >&2; exit 1
+$(JSMN_SRC):
+	@echo "kreflect: $@ is missing: run 'make deps' (package libjsmn-dev) or give JSMN_SRC=PATH" >&2; exit 1
 
 # --- checks -----------------------------------------------------------------------------------
 
