@@ -94,6 +94,8 @@ host_suites() {
 	run_suite build sh tests/build/run.sh
 	# The man page against --help, and make install into a DESTDIR.
 	run_suite install sh tests/install/run.sh
+	# The systemd unit, the procd script and the OpenWrt and Buildroot recipes (config/examples/).
+	run_suite gateway sh tests/install/gateway.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite readme-library python3 tests/example/readme.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).
