@@ -1,7 +1,10 @@
 # kreflect: a Kubernetes reflector for edge devices.
 #
-#   make deps        install missing Debian packages (as root) and fetch mbedTLS
+#   make deps        install the Debian packages building needs (as root) and fetch mbedTLS
 #   make             build/kreflect (x86_64, static, stripped)
+#   make install     PREFIX=/usr/local DESTDIR= TARGET=x86_64: binary, man page, header,
+#                    libraries, pkg-config file
+#   make test-deps   the test-only packages and the reference peers (make test runs it)
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
 #   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
@@ -25,14 +28,32 @@ VERSION := $(shell sed -n 's/^\#define KR_VERSION "\(.*\)"/\1/p' src/kreflect.h)
 
 # --- dependencies ---------------------------------------------------------------
 
+# What `make`, `make cross`, `make install` and `make demo` need: the musl
+# compilers, jsmn, python3 (the compressed --help is generated; the demo's API
+# server), openssl (the demo server's certificates), dpkg-dev and bzip2 (the
+# mbedTLS source package), binutils (strip, ar), pkg-config (the library's users).
 DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
-	musl-dev:arm64 musl-dev:armhf qemu-user libjsmn-dev python3 openssl \
-	clang libclang-rt-14-dev valgrind bzip2 dpkg-dev cppcheck binutils file \
-	strace procps curl pkg-config prometheus python3-yaml yamllint
+	musl-dev:arm64 musl-dev:armhf libjsmn-dev python3 openssl bzip2 dpkg-dev \
+	binutils pkg-config
+# What only the tests need (make test-deps): qemu-user (ARM builds), clang and
+# its runtime (sanitizer builds), valgrind, cppcheck (lint), file, strace,
+# procps, curl, prometheus (promtool), python3-yaml and yamllint (k8s-sidecar
+# suite), groff-base and man-db (the man page check), systemd (systemd-analyze
+# verify of the example unit).
+TEST_DEB_PACKAGES := qemu-user clang libclang-rt-14-dev valgrind cppcheck file \
+	strace procps curl prometheus python3-yaml yamllint groff-base man-db systemd
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
+# MBEDTLS_DIR=PATH on the command line: an mbedTLS 3.6 source tree already
+# there (a package recipe's second download) instead of the one make deps fetches.
+ifeq ($(origin MBEDTLS_DIR),command line)
+MBEDTLS_STAMP := $(MBEDTLS_DIR)/include/mbedtls/build_info.h
+else
 MBEDTLS_DIR := $(DEPS)/mbedtls
 MBEDTLS_STAMP := $(MBEDTLS_DIR)/.kreflect-extracted
+endif
+# jsmn's single header: Debian's, or JSMN_SRC=PATH (a package recipe's copy).
+JSMN_SRC ?= /usr/include/jsmn.h
 JSMN_H := build/include/jsmn.h
 
 # --- per-target toolchain ----------------------------------------------------------
@@ -239,20 +260,31 @@ lib: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=armv7 target-lib
 	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
 
-# make install PREFIX=/usr/local [TARGET=x86_64|aarch64|armv7] [DESTDIR=...]
+# make install PREFIX=/usr/local [TARGET=x86_64|aarch64|armv7] [DESTDIR=...]:
+# the TARGET's binary, the man page, the header, both archives and a pkg-config
+# file whose paths are PREFIX's (DESTDIR is only where the files go now).
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+LIBDIR ?= $(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
 install: | $(MBEDTLS_STAMP) $(JSMN_H)
-	$(Q)+$(SUBMAKE) TARGET=$(TARGET) target-lib
-	$(Q)install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(PREFIX)/include/kreflect.h
-	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(PREFIX)/lib/
-	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$${prefix}/include|' \
-	  -e 's|^libdir=.*|libdir=$${prefix}/lib|' $(O)/kreflect.pc >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kreflect.pc
-	@echo "  INSTALL $(DESTDIR)$(PREFIX): include/kreflect.h lib/libkreflect.a lib/libkreflect-mbedtls.a lib/pkgconfig/kreflect.pc"
+	$(Q)+$(SUBMAKE) TARGET=$(TARGET) target-bin target-lib
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	  $(DESTDIR)$(MANDIR)/man1
+	$(Q)install -m 0755 $(O)/kreflect $(DESTDIR)$(BINDIR)/kreflect
+	$(Q)install -m 0644 src/kreflect.1 $(DESTDIR)$(MANDIR)/man1/kreflect.1
+	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(INCLUDEDIR)/kreflect.h
+	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(LIBDIR)/
+	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$(INCLUDEDIR)|' \
+	  -e 's|^libdir=.*|libdir=$(LIBDIR)|' $(O)/kreflect.pc >$(DESTDIR)$(LIBDIR)/pkgconfig/kreflect.pc
+	@echo "  INSTALL $(DESTDIR): $(BINDIR)/kreflect $(MANDIR)/man1/kreflect.1 $(INCLUDEDIR)/kreflect.h"
+	@echo "          $(LIBDIR)/libkreflect.a $(LIBDIR)/libkreflect-mbedtls.a $(LIBDIR)/pkgconfig/kreflect.pc"
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
-test: build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
+# The test-only packages and peers first: a fresh machine needs only make deps.
+test: test-deps build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests target-lib
 	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
 	$(Q)+$(SUBMAKE) TARGET=x86_64 PORT=sim target-sim
@@ -427,12 +459,17 @@ $(MBEDTLS_O)/kr_gcm.o: port/crypto/gcm.c port/crypto/gcm_alt.h $(MBEDTLS_CONFIG)
 
 # --- fetching dependencies ----------------------------------------------------------------
 
-deps: packages mbedtls-src peers-deps
+deps: packages mbedtls-src
 
-# Installs what is missing when root; otherwise says exactly what to run.
-packages:
+# Only what the tests use: `make test` runs it first.
+.PHONY: test-deps test-packages
+test-deps: test-packages peers-deps
+
+# $(call apt_install,PACKAGES): installs what is missing when root; otherwise
+# says exactly what to run.
+define apt_install
 	$(Q)missing=""; \
-	for p in $(DEB_PACKAGES); do \
+	for p in $(1); do \
 	  dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'install ok installed' \
 	    || missing="$$missing $$p"; \
 	done; \
@@ -446,6 +483,13 @@ packages:
 	dpkg --add-architecture arm64 && dpkg --add-architecture armhf && \
 	apt-get update && \
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+endef
+
+packages:
+	$(call apt_install,$(DEB_PACKAGES))
+
+test-packages:
+	$(call apt_install,$(TEST_DEB_PACKAGES))
 
 mbedtls-src: $(MBEDTLS_STAMP)
 
@@ -460,6 +504,10 @@ APT_OPTS := -o Dir::Etc::SourceList=$(CURDIR)/$(APT_DIR)/sources.list \
 	-o Debug::NoLocking=1 -o APT::Sandbox::User=root
 DEBIAN_MIRROR ?= http://deb.debian.org/debian
 
+ifeq ($(origin MBEDTLS_DIR),command line)
+$(MBEDTLS_STAMP):
+	@echo "kreflect: MBEDTLS_DIR=$(MBEDTLS_DIR) is not an mbedTLS 3.6 source tree (no $@)" >&2; exit 1
+else
 $(MBEDTLS_STAMP):
 	@echo "  FETCH   mbedtls (Debian trixie source package)"
 	$(Q)rm -rf $(APT_DIR) $(MBEDTLS_DIR) && \
@@ -474,6 +522,7 @@ $(MBEDTLS_STAMP):
 	cd $(CURDIR) && mv $(APT_DIR)/src/tree $(MBEDTLS_DIR) && \
 	grep -q '"3\.6\.' $(MBEDTLS_DIR)/include/mbedtls/build_info.h && \
 	echo "$$ver" > $@ && echo "  mbedtls $$ver in $(MBEDTLS_DIR)"
+endif
 
 # The reference peers from Debian trixie's binary packages (Go 1.24, client-go
 # 0.32 and the closure of its golang-*-dev dependencies, kubectl 1.32), unpacked
@@ -502,12 +551,12 @@ build/peers/client-go-peer: $(wildcard tests/peers/client-go/*) | $(TRIXIE_STAMP
 
 # The cross compilers' musl specs do not search /usr/include, so jsmn's header
 # is copied where every target looks.
-$(JSMN_H): /usr/include/jsmn.h
+$(JSMN_H): $(JSMN_SRC)
 	@mkdir -p $(@D)
 	$(Q)cp $< $@
 
-/usr/include/jsmn.h:
-	@echo "kreflect: /usr/include/jsmn.h is missing: run 'make deps' (package libjsmn-dev)" >&2; exit 1
+$(JSMN_SRC):
+	@echo "kreflect: $@ is missing: run 'make deps' (package libjsmn-dev) or give JSMN_SRC=PATH" >&2; exit 1
 
 # --- checks -----------------------------------------------------------------------------------
 
@@ -578,7 +627,7 @@ distclean:
 	rm -rf build
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,17p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(wildcard $(O)/obj/*/*.d $(O)/obj/*/*/*.d $(MBEDTLS_O)/*.d)
 

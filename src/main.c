@@ -784,6 +784,22 @@ static int partial_mirror(void)
 	return bad;
 }
 
+/*
+ * --once: the files the directory sink refused (a key that cannot be a file
+ * name, a value that cannot be decoded) or failed to write are each named in
+ * an error line as they happen; the run's last line counts them, so that a
+ * script reading only the end still sees that some are missing.
+ */
+static void once_refused_line(const struct kr_dirsink *d, const char *flag)
+{
+	unsigned long long n = d->stats.errors + d->stats.conflicts;
+
+	if (n)
+		kr_log(KR_LOG_WARN, "--once: %s refused or could not write %llu file%s or object%s (each "
+		       "named above); every other file is in place", flag, n, n == 1 ? "" : "s",
+		       n == 1 ? "" : "s");
+}
+
 static struct kr_sidecar sidecar;
 
 static const char *env_get(void *arg, const char *name)
@@ -1101,10 +1117,14 @@ int main(int argc, char **argv)
 		kr_dirsink_close(&dirsink);    /* the last batch of files in place */
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
-	if (o.once && !once_failed && kr_client_ready(client) > 0 && partial_mirror())
-		return EXIT_FATAL;
-	if (o.once && !once_failed && kr_client_ready(client) > 0)
-		return run_hooks_once();
+	if (o.once) {
+		/* Not ready and not failed: a signal stopped it, a clean stop. */
+		r = once_failed ? EXIT_FATAL : kr_client_ready(client) <= 0 ? 0
+		    : partial_mirror() ? EXIT_FATAL : run_hooks_once();
+		if (KR_WITH_DIR && o.dir.path)
+			once_refused_line(&dirsink, o.sidecar ? "FOLDER" : "--dir");
+		return r;
+	}
 	if (sup_on && sup.state == KR_SUP_ENDED)
 		return sup.start_error == KR_ENOENT ? EXIT_NOT_FOUND
 		       : sup.start_error ? EXIT_CANNOT_RUN : sup.code;

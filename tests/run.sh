@@ -93,13 +93,17 @@ target_suites() {
 # The suites that run on the host build only.
 host_suites() {
 	run_suite build sh tests/build/run.sh
+	# The man page against --help, and make install into a DESTDIR.
+	run_suite install sh tests/install/run.sh
+	# The systemd unit, the procd script and the OpenWrt and Buildroot recipes (config/examples/).
+	run_suite gateway sh tests/install/gateway.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite readme-library python3 tests/example/readme.py
 	# Every relative Markdown link, and every README section named in words, resolves.
 	run_suite docs python3 tests/docs/check_docs.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).
 	run_suite peers python3 tests/peers/test_peers.py
-	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).
+	# The test API server against kubectl 1.32 and client-go 0.32 (make test-deps, make peers).
 	run_suite real-clients python3 tests/peers/test_real_clients.py
 	run_suite malloc sh tests/malloc/run.sh
 	# The e2e scenarios once more with --state-dir on (warm restarts inside scenarios).

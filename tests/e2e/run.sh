@@ -43,7 +43,7 @@ valgrind)
 	# kreflect to exit 1 anyway. The wrapper lives in a directory of its own
 	# so that its artifacts go to build/test/e2e-valgrind/.
 	command -v valgrind >/dev/null || {
-		echo "FAIL setup: valgrind is not installed (make deps)"
+		echo "FAIL setup: valgrind is not installed (make test-deps)"
 		echo "0 passed, 1 failed"
 		exit 1
 	}

@@ -1190,6 +1190,41 @@ def t_hostile_keys(s):
     check("bad-secret" not in err, "a Secret value was logged")
 
 
+@scenario("OnceCountsRefusedFiles", 4)
+def t_once_refused_count(s):
+    """--once whose --dir refused files (keys that cannot be file names, a
+    Secret value that is not base64) still exits 0 with the other files in
+    place, and its last line says how many were refused, the same number as
+    the error lines naming them; a run with nothing refused has no such line,
+    and one refusal is counted in the singular."""
+    s.server()
+    put(s, "configmaps", "cm", data={"ok": "fine", "../up": "x", "a/b": "x"})
+    s.ctl.create("secrets", "default", "sec", data={"broken": "!" + b64(b"value")[1:], "good": b64(b"v")})
+    out = s.path("out")
+    kr = s.kreflect("--once", "--dir", out, "-o", "none", resources=("configmaps", "secrets"))
+    check(kr.wait_exit(30) == 0, "--once exited %s: %s" % (kr.rc, kr.stderr_tail()))
+    check(diff_files(out, {"ok": b"fine", "good": b"v"}) == {}, "files: %s" % diff_files(out, {"ok": b"fine", "good": b"v"}))
+    lines = kr.stderr().strip().splitlines()
+    named = [ln for ln in lines if "unable to write" in ln]
+    check(len(named) == 3, "3 refusals named, got %d: %s" % (len(named), named))
+    want = "--once: --dir refused or could not write 3 files or objects (each named above)"
+    check(want in lines[-1], "the last line does not count them: %r" % lines[-1])
+
+    # One refusal: the singular.
+    s.ctl.delete("configmaps", "default", "cm")
+    kr2 = s.kreflect("--once", "--dir", out, "-o", "none", resources=("configmaps", "secrets"))
+    check(kr2.wait_exit(30) == 0, "the second run exited %s: %s" % (kr2.rc, kr2.stderr_tail()))
+    last = kr2.stderr().strip().splitlines()[-1]
+    check("--dir refused or could not write 1 file or object (each named above)" in last,
+          "one refusal: %r" % last)
+
+    # Nothing refused: no count at all.
+    s.ctl.delete("secrets", "default", "sec")
+    kr3 = s.kreflect("--once", "--dir", out, "-o", "none", resources=("configmaps", "secrets"))
+    check(kr3.wait_exit(30) == 0, "the clean run exited %s: %s" % (kr3.rc, kr3.stderr_tail()))
+    check("refused or could not write" not in kr3.stderr(), "a clean run counts refusals: %s" % kr3.stderr_tail())
+
+
 
 # =========================================================================== 5. notifications
 

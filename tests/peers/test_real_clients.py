@@ -5,7 +5,7 @@
 
 kreflect's tests and tests/apiserver/ were written by the same hands; here the
 server answers clients it did not grow up with. kubectl is Debian trixie's
-(kubernetes-client, unpacked by `make deps` into $KR_TRIXIE_DIR, default
+(kubernetes-client, unpacked by `make test-deps` into $KR_TRIXIE_DIR, default
 build/deps/trixie; never the machine's own), client-go is the reflector of
 build/peers/client-go-peer (`make peers`). Each check fails if a client
 rejects an answer (an error, a decode warning, a fallback it should not need)
@@ -343,7 +343,7 @@ def t_reflector_410(c):
 
 def main(argv):
     os.makedirs(ART, exist_ok=True)
-    for b, how in ((KUBECTL, "make deps (KR_TRIXIE_DIR=%s)" % TRIXIE), (peers.PEER, "make peers")):
+    for b, how in ((KUBECTL, "make test-deps (KR_TRIXIE_DIR=%s)" % TRIXIE), (peers.PEER, "make peers")):
         if not os.access(b, os.X_OK):
             print("FAIL setup: %s is missing (%s)" % (b, how))
             print("0 passed, 1 failed")

@@ -230,7 +230,7 @@ def metric(text, name, labels=None):
 @scenario("ServeMetrics", 6)
 def t_metrics(s):
     if not shutil.which("promtool"):
-        raise Fail("promtool is not installed (Debian package prometheus: make deps)")
+        raise Fail("promtool is not installed (Debian package prometheus: make test-deps)")
     s.server("--bookmark-interval", "1")
     for i in range(4):
         s.create("cm-%d" % i)
@@ -371,7 +371,7 @@ def t_kubectl(s):
     check(lo.json("/version")["gitVersion"].startswith("v1."), "/version")
     check(lo.json("/apis/example.com/v1/namespaces/default/widgets/w1")["spec"]["size"] == 3, "custom resource")
     if not os.access(KUBECTL, os.X_OK):
-        raise Fail("kubectl not found at %s (make deps fetches it; or set KR_KUBECTL)" % KUBECTL)
+        raise Fail("kubectl not found at %s (make test-deps fetches it; or set KR_KUBECTL)" % KUBECTL)
     kc = [KUBECTL, "--server", "http://127.0.0.1:%d" % lo.port, "-n", "default"]
 
     def kubectl(*a, timeout=20):

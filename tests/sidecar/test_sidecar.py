@@ -449,7 +449,7 @@ def t_examples(s):
     try:
         import yaml
     except ImportError:
-        raise Fail("python3-yaml is not installed (make deps installs it)") from None
+        raise Fail("python3-yaml is not installed (make test-deps installs it)") from None
     files = [os.path.join(EXAMPLES, n) for n in ("grafana-dashboards.yaml", "helm-values.yaml")]
     lint = subprocess.run(["yamllint", "-f", "parsable", "-d", "relaxed"] + files, capture_output=True,
                           timeout=60)
