@@ -94,6 +94,8 @@ host_suites() {
 	run_suite build sh tests/build/run.sh
 	run_suite apiserver python3 tests/apiserver/test_apiserver.py
 	run_suite readme-library python3 tests/example/readme.py
+	# libkreflect's ABI against the 1.0 baseline, and libkreflect.so.1's exports (tests/abi/).
+	run_suite abi python3 tests/abi/check.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).
 	run_suite peers python3 tests/peers/test_peers.py
 	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).

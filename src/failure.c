@@ -1,0 +1,77 @@
+/*
+ * Failures as data: the class of what made a resource back off
+ * (enum kr_failure in kreflect.h), from the HTTP status, the Status of an
+ * ERROR event, the stream and the connection, for kr_status, the state
+ * callback, the CLI's log lines and /metrics.
+ */
+#include <string.h>
+
+#include "fmt.h"
+#include "reflector.h"
+
+static const char *const names[KR_FAIL_N] = {
+	[KR_FAIL_NONE] = "none",
+	[KR_FAIL_NETWORK] = "network",
+	[KR_FAIL_DNS] = "dns",
+	[KR_FAIL_TLS] = "tls",
+	[KR_FAIL_UNAUTHORIZED] = "unauthorized",
+	[KR_FAIL_FORBIDDEN] = "forbidden",
+	[KR_FAIL_NOT_FOUND] = "not_found",
+	[KR_FAIL_THROTTLED] = "throttled",
+	[KR_FAIL_SERVER] = "server",
+	[KR_FAIL_EXPIRED] = "expired",
+	[KR_FAIL_PROTOCOL] = "protocol",
+	[KR_FAIL_CAPACITY] = "capacity",
+	[KR_FAIL_OTHER] = "other",
+};
+
+const char *kr_failure_name(enum kr_failure f)
+{
+	return (unsigned)f < KR_FAIL_N ? names[f] : names[KR_FAIL_OTHER];
+}
+
+/* An HTTP status, or an ERROR event's Status code, as a class. */
+static enum kr_failure of_status(int code, const char *reason)
+{
+	if (code == 410 || strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0)
+		return KR_FAIL_EXPIRED;
+	switch (code) {
+	case 401: return KR_FAIL_UNAUTHORIZED;
+	case 403: return KR_FAIL_FORBIDDEN;
+	case 404: return KR_FAIL_NOT_FOUND;
+	case 429: return KR_FAIL_THROTTLED;
+	default: return code >= 500 && code <= 599 ? KR_FAIL_SERVER : KR_FAIL_PROTOCOL;
+	}
+}
+
+void kr_reflector_classify_failure(struct kr_reflector *r)
+{
+	int code = 0;
+	enum kr_failure f;
+
+	if (r->status != 200 && r->status != 0) {
+		code = r->status;
+		f = of_status(code, r->err_reason);
+	} else if (r->error_event) {
+		code = r->err_code;
+		f = of_status(code, r->err_reason);
+	} else if (r->stream_error || (r->conn.fail_err == KR_EPROTO && r->conn.fail_state == KR_CONN_RECEIVING)) {
+		f = KR_FAIL_PROTOCOL;
+	} else if (r->status == 0) {
+		/* No answer: where the connection broke says which. */
+		if (r->conn.fail_state == KR_CONN_RESOLVING)
+			f = KR_FAIL_DNS;
+		else if (r->conn.fail_err == KR_ETLS || r->conn.fail_state == KR_CONN_HANDSHAKE)
+			f = KR_FAIL_TLS;
+		else
+			f = KR_FAIL_NETWORK;
+	} else if (r->skipped || r->partial) {
+		f = KR_FAIL_CAPACITY;          /* an object could not be held: relist for room */
+	} else {
+		f = KR_FAIL_OTHER;             /* a very short watch, a stream that ended early */
+	}
+	r->failure.cls = f;
+	r->failure.http_status = code;
+	kr_snprintf(r->failure.status_reason, sizeof(r->failure.status_reason), "%s",
+		    code ? r->err_reason : "");
+}
