@@ -202,6 +202,15 @@ FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 MBEDTLS_O := build/$(TARGET)$(if $(filter tiny,$(PROFILE)),-tiny)/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
+# The shared library (not for asan/fuzz, whose objects are not position-independent
+# the same way): libkreflect.so.1 holds kreflect and mbedTLS, and exports only the
+# functions of kreflect.h (config/libkreflect.map), so a program built against
+# 1.x keeps running on any later 1.y (tests/abi/check.py holds that).
+ifeq ($(filter asan fuzz,$(TARGET))$(PROFILE),)
+SHLIB := $(O)/libkreflect.so.$(VERSION)
+endif
+SONAME := libkreflect.so.$(firstword $(subst ., ,$(VERSION)))
+
 .PHONY: lib install target-lib
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
 	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help \
@@ -319,14 +328,6 @@ endef
 $(O)/libkreflect.a: $(OBJ)
 	$(call plain_archive,$@,$(O)/lib-obj,$(OBJ))
 
-# The shared library (not for asan/fuzz, whose objects are not position-independent
-# the same way): libkreflect.so.1 holds kreflect and mbedTLS, and exports only the
-# functions of kreflect.h (config/libkreflect.map), so a program built against
-# 1.x keeps running on any later 1.y (tests/abi/check.py holds that).
-ifeq ($(filter asan fuzz,$(TARGET))$(PROFILE),)
-SHLIB := $(O)/libkreflect.so.$(VERSION)
-endif
-SONAME := libkreflect.so.$(firstword $(subst ., ,$(VERSION)))
 $(O)/libkreflect.so.$(VERSION): $(OBJ) $(MBEDTLS_LIB) config/libkreflect.map
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(NO_LTO) \

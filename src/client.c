@@ -128,22 +128,22 @@ const char *kr_version(int *num)
 	return KR_VERSION;
 }
 
-/* Defaults into the first size bytes of cfg (a program built against an older or newer header). */
+/*
+ * Defaults into the first size bytes of cfg (a program built against an
+ * older or newer header). Every 1.0 field lies within CONFIG_SIZE_1_0; a
+ * field added later gets its default only where size holds it.
+ */
 void kr_config_init_size(struct kr_config *cfg, size_t size)
 {
-	struct kr_config d;
-
 	if (!cfg || size < CONFIG_SIZE_1_0)
 		return;
-	memset(&d, 0, sizeof(d));
-	d.struct_size = size;
-	d.watch_list = KR_WL_AUTO;
-	d.log_level = 1;
-	d.gzip = KR_WITH_GZIP;             /* a build without the inflater lists plain */
-	d.state_dir = KR_STATE_DIR_DEFAULT;
-	d.max_stale_s = -1;
 	memset(cfg, 0, size);
-	memcpy(cfg, &d, size < sizeof(d) ? size : sizeof(d));
+	cfg->struct_size = size;
+	cfg->watch_list = KR_WL_AUTO;
+	cfg->log_level = 1;
+	cfg->gzip = KR_WITH_GZIP;          /* a build without the inflater lists plain */
+	cfg->state_dir = KR_STATE_DIR_DEFAULT;
+	cfg->max_stale_s = -1;
 }
 
 /*
@@ -942,8 +942,11 @@ static void on_wakeup(struct kr_loop *loop, struct kr_source *s, int got)
 /* The wake-up descriptor; without one (no descriptor left), kr_client_wakeup says KR_ESTATE. */
 static void open_wakeup(struct kr_client *c)
 {
-	int fd = kr_port_wakeup_open();
+	int fd;
 
+	if (!KR_WITH_WAKEUP)
+		return;
+	fd = kr_port_wakeup_open();
 	if (fd < 0) {
 		kr_log(KR_LOG_WARN, "unable to open the wake-up descriptor: %s", kr_port_last_error());
 		return;
@@ -965,6 +968,8 @@ int kr_client_wakeup(struct kr_client *c)
 
 	if (!valid(c))
 		return KR_EINVAL;
+	if (!KR_WITH_WAKEUP)
+		return KR_ENOTSUP;
 	fd = c->wake_fd;                   /* one read: kr_client_stop sets -1 before it closes */
 	if (fd < 0)
 		return KR_ESTATE;
@@ -986,7 +991,7 @@ int kr_client_stop(struct kr_client *c)
 		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
 		c->state_on = 0;
 	}
-	if (c->wake_fd >= 0) {
+	if (KR_WITH_WAKEUP && c->wake_fd >= 0) {
 		int fd = c->wake_fd;
 
 		c->wake_fd = -1;
@@ -1206,20 +1211,18 @@ int kr_client_foreach(struct kr_client *c, int res, void (*fn)(void *arg, const 
 int kr_client_status_size(struct kr_client *c, int res, struct kr_status *out, size_t size)
 {
 	const struct kr_reflector *r;
-	struct kr_status all, *st = &all;
+	struct kr_status *st = out;
 
+	/* Every 1.0 field lies within STATUS_SIZE_1_0; a newer caller's later fields stay zero. */
 	if (!valid(c) || !out || size < STATUS_SIZE_1_0 || res < 0 || res >= c->nres)
 		return KR_EINVAL;
-	/* This library's struct, then as much of it as the caller's holds (a newer one: zeros after). */
 	memset(out, 0, size);
-	memset(st, 0, sizeof(*st));
 	st->resource = c->res[res].name;
 	st->status_reason = "";
 	if (!c->started) {
 		st->state = c->state == ST_STOPPED ? KR_HEALTH_STOPPED : KR_HEALTH_STARTING;
 		st->last_rv = "";
 		st->reason = "";
-		memcpy(out, st, size < sizeof(*st) ? size : sizeof(*st));
 		return 0;
 	}
 	r = &c->refl[res];
@@ -1239,7 +1242,6 @@ int kr_client_status_size(struct kr_client *c, int res, struct kr_status *out, s
 	st->failure = r->failure.cls;
 	st->http_status = r->failure.http_status;
 	st->status_reason = r->failure.status_reason;
-	memcpy(out, st, size < sizeof(*st) ? size : sizeof(*st));
 	return 0;
 }
 

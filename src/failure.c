@@ -9,25 +9,18 @@
 #include "fmt.h"
 #include "reflector.h"
 
-static const char *const names[KR_FAIL_N] = {
-	[KR_FAIL_NONE] = "none",
-	[KR_FAIL_NETWORK] = "network",
-	[KR_FAIL_DNS] = "dns",
-	[KR_FAIL_TLS] = "tls",
-	[KR_FAIL_UNAUTHORIZED] = "unauthorized",
-	[KR_FAIL_FORBIDDEN] = "forbidden",
-	[KR_FAIL_NOT_FOUND] = "not_found",
-	[KR_FAIL_THROTTLED] = "throttled",
-	[KR_FAIL_SERVER] = "server",
-	[KR_FAIL_EXPIRED] = "expired",
-	[KR_FAIL_PROTOCOL] = "protocol",
-	[KR_FAIL_CAPACITY] = "capacity",
-	[KR_FAIL_OTHER] = "other",
-};
+/* The names in enum order, each after its NUL: one string, no table of pointers. */
+static const char names[] = "none\0network\0dns\0tls\0unauthorized\0forbidden\0not_found\0"
+	"throttled\0server\0expired\0protocol\0capacity\0other";
 
 const char *kr_failure_name(enum kr_failure f)
 {
-	return (unsigned)f < KR_FAIL_N ? names[f] : names[KR_FAIL_OTHER];
+	const char *p = names;
+	unsigned i = (unsigned)f < KR_FAIL_N ? (unsigned)f : KR_FAIL_OTHER;
+
+	while (i--)
+		p += strlen(p) + 1;
+	return p;
 }
 
 /* An HTTP status, or an ERROR event's Status code, as a class. */

@@ -55,8 +55,9 @@
  * turn every misspelt option into a run-time error. c-ares' ares_init_options
  * keeps a struct and says which fields are set with a bit mask (optmask):
  * the mask is one more thing a caller can get wrong, where a zero or default
- * field already says "not set". A size keeps the plain struct that 0.x
- * programs wrote, and makes growing it safe both ways.
+ * field already says "not set", and c-ares locked that struct at 1.6.0 (its
+ * later options are calls). A size keeps the plain struct that 0.x programs
+ * wrote, and makes growing it safe both ways.
  * tests/abi/ pins every public struct's size and offsets and every
  * prototype; `make test` fails when one changes incompatibly.
  *
@@ -364,6 +365,9 @@ int kr_client_run(struct kr_client *c);
 /*
  * Closes every connection and cancels every timer; no event follows.
  * Legal from a callback (takes effect when it returns). Idempotent.
+ * With a state directory, writes one last snapshot first if the mirror
+ * moved since the last one (inline: its fsync and rename before it
+ * returns), and waits for a snapshot's child still running.
  */
 int kr_client_stop(struct kr_client *c);
 
