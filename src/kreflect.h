@@ -530,7 +530,8 @@ int kr_client_ready(struct kr_client *c);
  * (one of kr_client_fds) becomes readable. Safe from a signal handler and
  * from any thread (one write(2) to an eventfd); not concurrently with
  * kr_client_stop from another thread. Wake-ups before the loop runs are
- * kept (one). Returns 0, KR_EINVAL, KR_ESTATE (not started, or stopped).
+ * kept (one). Returns 0, KR_EINVAL, KR_ESTATE (not started, or stopped),
+ * KR_ENOTSUP (a build without it: the PROFILE=tiny CLI).
  *
  * Timers of the host: kr_client_run has none, by design. A host that has
  * its own work on a clock runs its own loop (kr_client_fds and

@@ -25,9 +25,12 @@ int main(void)
 	kr_config_init(&cfg);
 	cfg.server = "http://127.0.0.1:1";
 	cfg.no_auto_source = 1;
-	cfg.max_objects = 64;
-	cfg.arena_bytes = 256 * 1024;
+	cfg.memory_bytes = sizeof(mem) / 2;        /* one budget, split by the library */
 	cfg.log_level = -1;
+	if (kr_client_memory(&cfg) > sizeof(mem)) {
+		printf("FAIL kr_client_memory asks %zu bytes of %zu\n", kr_client_memory(&cfg), sizeof(mem));
+		return 1;
+	}
 	if (kr_client_init(&c, mem, sizeof(mem), &cfg, err, sizeof(err)) != 0 ||
 	    kr_client_add_resource(c, "configmaps", err, sizeof(err)) != 0 ||
 	    kr_client_start(c, err, sizeof(err)) != 0) {
