@@ -224,6 +224,15 @@ FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 MBEDTLS_O := build/$(TARGET)$(if $(filter tiny,$(PROFILE)),-tiny)/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
+# The shared library (not for asan/fuzz, whose objects are not position-independent
+# the same way): libkreflect.so.1 holds kreflect and mbedTLS, and exports only the
+# functions of kreflect.h (config/libkreflect.map), so a program built against
+# 1.x keeps running on any later 1.y (tests/abi/check.py holds that).
+ifeq ($(filter asan fuzz,$(TARGET))$(PROFILE),)
+SHLIB := $(O)/libkreflect.so.$(VERSION)
+endif
+SONAME := libkreflect.so.$(firstword $(subst ., ,$(VERSION)))
+
 .PHONY: lib install target-lib
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
 	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help \
@@ -276,10 +285,13 @@ install: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)install -m 0644 src/kreflect.1 $(DESTDIR)$(MANDIR)/man1/kreflect.1
 	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(INCLUDEDIR)/kreflect.h
 	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(LIBDIR)/
+	$(if $(SHLIB),$(Q)install -m 0755 $(SHLIB) $(DESTDIR)$(LIBDIR)/ && \
+	  ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME) && \
+	  ln -sfn $(SONAME) $(DESTDIR)$(LIBDIR)/libkreflect.so)
 	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$(INCLUDEDIR)|' \
 	  -e 's|^libdir=.*|libdir=$(LIBDIR)|' $(O)/kreflect.pc >$(DESTDIR)$(LIBDIR)/pkgconfig/kreflect.pc
 	@echo "  INSTALL $(DESTDIR): $(BINDIR)/kreflect $(MANDIR)/man1/kreflect.1 $(INCLUDEDIR)/kreflect.h"
-	@echo "          $(LIBDIR)/libkreflect.a $(LIBDIR)/libkreflect-mbedtls.a $(LIBDIR)/pkgconfig/kreflect.pc"
+	@echo "          $(LIBDIR)/libkreflect.a $(LIBDIR)/libkreflect-mbedtls.a $(if $(SHLIB),$(LIBDIR)/$(notdir $(SHLIB)) )$(LIBDIR)/pkgconfig/kreflect.pc"
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
@@ -328,7 +340,7 @@ FORCE:
 # --- per-target build (called with TARGET set) -------------------------------------------
 
 target-bin: $(O)/kreflect
-target-lib: $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(O)/kreflect.pc
+target-lib: $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(O)/kreflect.pc $(SHLIB)
 
 # Every module but main (the CLI's outputs come along; a program links only
 # the objects it uses). mbedTLS in its own archive, so that a firmware that
@@ -348,6 +360,13 @@ endef
 
 $(O)/libkreflect.a: $(OBJ)
 	$(call plain_archive,$@,$(O)/lib-obj,$(OBJ))
+
+$(O)/libkreflect.so.$(VERSION): $(OBJ) $(MBEDTLS_LIB) config/libkreflect.map
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(NO_LTO) \
+	  -Wl,-soname,$(SONAME) -Wl,--version-script=config/libkreflect.map -Wl,--no-undefined \
+	  -o $@ $(OBJ) $(MBEDTLS_LIB)
+	$(Q)ln -sfn $(@F) $(O)/$(SONAME) && ln -sfn $(SONAME) $(O)/libkreflect.so
 
 $(O)/libkreflect-mbedtls.a: $(MBEDTLS_LIB)
 	$(call plain_archive,$@,$(O)/lib-mbedtls-obj,$(MBEDTLS_OBJ))
