@@ -29,7 +29,8 @@ time: the next waits until every watcher has the previous one. Reported per run:
 
 --scheme/--ca/--token-file are passed to the relay's downstreams, for a relay that
 serves TLS or wants a token (the relay itself always reaches the upstream over plain
-HTTP). The table goes to stdout (Markdown) and build/bench/fanout.{md,json}. Every wait
+HTTP). The table goes to stdout (Markdown) and build/bench/fanout.{md,json}
+(fanout-callgrind.{md,json} with --callgrind, whose CPU and memory columns are valgrind's). Every wait
 is bounded; a run whose watchers do not all sync or see a change is reported as such.
 """
 
@@ -66,6 +67,12 @@ def free_port():
 def cpu_ns(pid):
     with open("/proc/%d/schedstat" % pid) as f:
         return int(f.read().split()[0])
+
+
+def user_sys_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return int(parts[11]), int(parts[12])
 
 
 def status_kb(pid, field):
@@ -181,9 +188,12 @@ class Watchers:
             s.close()
 
 
-def start_relay(binary, upstream_url, port, workdir, max_conns):
+def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False):
     err = open(os.path.join(workdir, "relay.err"), "wb")
-    p = subprocess.Popen([binary, "--server", upstream_url, "-o", "none", "--listen", "127.0.0.1:%d" % port,
+    if callgrind and os.path.exists(binary + ".unstripped"):
+        binary += ".unstripped"     # the symbols, for the functions that cost most
+    pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/callgrind.%%p" % workdir] if callgrind else []
+    p = subprocess.Popen(pre + [binary, "--server", upstream_url, "-o", "none", "--listen", "127.0.0.1:%d" % port,
                           "--listen-max-conns", str(max_conns),
                           "-v", "1", "configmaps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
 
@@ -193,8 +203,27 @@ def start_relay(binary, upstream_url, port, workdir, max_conns):
                 return r.status == 200
         except OSError:
             return False
-    wait_for(ready, 20, "the relay to be ready")
+    wait_for(ready, 120 if callgrind else 20, "the relay to be ready")
     return p
+
+
+def callgrind_counts(pid, workdir, events):
+    """Instructions the relay ran in user space for the changes (poll()'s work in the
+    kernel is not in them: that is the system CPU column), per event per watcher."""
+    subprocess.run(["callgrind_control", "--dump", str(pid)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    dumps = sorted((f for f in os.listdir(workdir) if f.startswith("callgrind.%d." % pid)),
+                   key=lambda f: os.path.getmtime(os.path.join(workdir, f)))
+    total = 0
+    path = os.path.join(workdir, dumps[-1])
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:") or line.startswith("summary:"):
+                total = int(line.split()[1])
+    ann = subprocess.run(["callgrind_annotate", path], capture_output=True, text=True).stdout.splitlines()
+    top = [" ".join(x.split()[:3]) for x in ann if x.strip()[:1].isdigit() and "PROGRAM TOTALS" not in x][:6]
+    return {"relay_instructions": total, "relay_instructions_per_event_watcher": round(total / events) if events else None,
+            "relay_top_functions": top}
 
 
 def one_run(a, srv, workdir, mode, n):
@@ -207,7 +236,7 @@ def one_run(a, srv, workdir, mode, n):
     target_url = up_url
     if mode == "relay":
         rport = free_port()
-        relay = start_relay(a.relay, up_url, rport, workdir, a.relay_max_conns)
+        relay = start_relay(a.relay, up_url, rport, workdir, a.relay_max_conns, a.callgrind)
         target_port = rport
         target_url = "%s://127.0.0.1:%d" % (a.scheme, rport)
     w = Watchers()
@@ -229,7 +258,11 @@ def one_run(a, srv, workdir, mode, n):
         wait_for(w.all_synced, 60 + n * 0.2, "%d watchers to sync" % n)
         row["sync_seconds"] = round(time.monotonic() - t0, 2)
         time.sleep(0.3)
+        if relay and a.callgrind:
+            subprocess.run(["callgrind_control", "--zero", str(relay.pid)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True)
         cpu0 = cpu_ns(relay.pid) if relay else 0
+        us0 = user_sys_ticks(relay.pid) if relay else (0, 0)
         lat = []
         missed = 0
         for k in range(a.changes):
@@ -249,6 +282,9 @@ def one_run(a, srv, workdir, mode, n):
             with w.lock:
                 lat.append(max(w.seen) - t)
         cpu1 = cpu_ns(relay.pid) if relay else 0
+        us1 = user_sys_ticks(relay.pid) if relay else (0, 0)
+        if relay and a.callgrind:
+            row.update(callgrind_counts(relay.pid, workdir, a.changes * n))
         entries = ctl.log(since=since)
         row.update({
             "real_kreflects": real, "raw_watches": n - real, "changes": a.changes, "missed_changes": missed,
@@ -261,6 +297,9 @@ def one_run(a, srv, workdir, mode, n):
         })
         if relay:
             row["relay_cpu_ms"] = round((cpu1 - cpu0) / 1e6, 1)
+            clk = os.sysconf("SC_CLK_TCK")
+            row["relay_user_ms"] = round((us1[0] - us0[0]) * 1000 / clk)
+            row["relay_sys_ms"] = round((us1[1] - us0[1]) * 1000 / clk)
             row["relay_cpu_us_per_event_watcher"] = round((cpu1 - cpu0) / 1e3 / (a.changes * n), 2)
             row["relay_vmhwm_kb"] = status_kb(relay.pid, "VmHWM")
             row["relay_rssanon_kb"] = status_kb(relay.pid, "RssAnon")
@@ -274,7 +313,7 @@ def one_run(a, srv, workdir, mode, n):
 
 def table(rows):
     out = ["| watchers | kreflects + raw | upstream requests direct / relay | upstream bytes direct / relay "
-           "| relay CPU µs per event per watcher | relay VmHWM / RssAnon kB | change to last watcher, "
+           "| relay CPU µs per event per watcher (user / system ms) | relay VmHWM / RssAnon kB | change to last watcher, "
            "median / max ms, direct | same, relay |",
            "|---:|---|---|---|---:|---|---|---|"]
     by = {}
@@ -289,8 +328,15 @@ def table(rows):
         out.append("| %d | %s + %s | %s / %s | %s / %s | %s | %s / %s | %s / %s | %s / %s |" % (
             n, g(r or d, "real_kreflects"), g(r or d, "raw_watches"),
             g(d, "upstream_requests"), g(r, "upstream_requests"), g(d, "upstream_bytes"), g(r, "upstream_bytes"),
-            g(r, "relay_cpu_us_per_event_watcher"), g(r, "relay_vmhwm_kb"), g(r, "relay_rssanon_kb"),
+            "%s (%s / %s)" % (g(r, "relay_cpu_us_per_event_watcher"), g(r, "relay_user_ms"), g(r, "relay_sys_ms")),
+            g(r, "relay_vmhwm_kb"), g(r, "relay_rssanon_kb"),
             g(d, "latency_median_ms"), g(d, "latency_max_ms"), g(r, "latency_median_ms"), g(r, "latency_max_ms")))
+    cg = [r for r in rows if r.get("relay_instructions")]
+    if cg:
+        out += ["", "Under callgrind (user-space instructions of the relay for the changes; poll() in the kernel "
+                "is not in them):", "",
+                "| watchers | instructions per event per watcher |", "|---:|---:|"]
+        out += ["| %d | {:,} |".format(r["relay_instructions_per_event_watcher"]) % r["watchers"] for r in cg]
     return "\n".join(out)
 
 
@@ -303,6 +349,8 @@ def main():
     ap.add_argument("--real", type=int, default=100, help="real kreflect watchers at most (the rest raw)")
     ap.add_argument("--changes", type=int, default=30)
     ap.add_argument("--modes", default="direct,relay")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="run the relay under callgrind: instructions per event per watcher, poll()'s share")
     ap.add_argument("--scheme", default="http")
     ap.add_argument("--ca")
     ap.add_argument("--token-file")
@@ -331,9 +379,10 @@ def main():
     print(md)
     out = os.path.join(ROOT, "build", "bench")
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "fanout.md"), "w") as f:
+    name = "fanout-callgrind" if a.callgrind else "fanout"
+    with open(os.path.join(out, name + ".md"), "w") as f:
         f.write(md + "\n")
-    with open(os.path.join(out, "fanout.json"), "w") as f:
+    with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(rows, f, indent=1)
     return 1 if any("error" in r or r.get("missed_changes") for r in rows) else 0
 
