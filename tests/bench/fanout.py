@@ -50,18 +50,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
-from control import ServerProcess  # noqa: E402
+from control import ServerProcess, free_port  # noqa: E402
 
 NS = "/api/v1/namespaces/default/configmaps"
 PROBE = "fanout-probe"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def cpu_ns(pid):
@@ -190,8 +182,6 @@ class Watchers:
 
 def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False):
     err = open(os.path.join(workdir, "relay.err"), "wb")
-    if callgrind and os.path.exists(binary + ".unstripped"):
-        binary += ".unstripped"     # the symbols, for the functions that cost most
     pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/callgrind.%%p" % workdir] if callgrind else []
     p = subprocess.Popen(pre + [binary, "--server", upstream_url, "-o", "none", "--listen", "127.0.0.1:%d" % port,
                           "--listen-max-conns", str(max_conns),
@@ -220,10 +210,7 @@ def callgrind_counts(pid, workdir, events):
         for line in f:
             if line.startswith("totals:") or line.startswith("summary:"):
                 total = int(line.split()[1])
-    ann = subprocess.run(["callgrind_annotate", path], capture_output=True, text=True).stdout.splitlines()
-    top = [" ".join(x.split()[:3]) for x in ann if x.strip()[:1].isdigit() and "PROGRAM TOTALS" not in x][:6]
-    return {"relay_instructions": total, "relay_instructions_per_event_watcher": round(total / events) if events else None,
-            "relay_top_functions": top}
+    return {"relay_instructions": total, "relay_instructions_per_event_watcher": round(total / events) if events else None}
 
 
 def one_run(a, srv, workdir, mode, n):

@@ -32,7 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
-from control import ServerProcess  # noqa: E402
+from control import ServerProcess, free_port  # noqa: E402
 
 KUBECTL = os.environ.get("KR_KUBECTL") or os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
 CLIENT_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
@@ -52,14 +52,6 @@ def check(ok, what):
         failed += 1
         print("FAIL %s" % what, flush=True)
     return ok
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_until(pred, timeout, step=0.1):
@@ -218,13 +210,13 @@ class Proc:
         self.p.wait()
 
     def stop(self):
+        """SIGTERM (a kreflect writes its last snapshot), SIGKILL after 5 s."""
         if self.p.poll() is None:
             self.p.terminate()
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            self.kill()
 
     def view(self):
         with self.lock:
@@ -402,13 +394,21 @@ def run(tree):
     step(tree, "changes", lambda: None, {})
     time.sleep(1.5)     # past --state-interval: every state directory has a snapshot
 
-    def cut(proxy, seconds=2):
+    def outage(down, up, seconds):
+        """down(), changes at the upstream meanwhile, then up() after seconds."""
         def f():
-            proxy.cut()
-            tree.change("while-cut")
+            down()
+            tree.change("while-away")
             time.sleep(seconds)
-            proxy.heal()
+            up()
         return f
+
+    def cut(proxy):
+        return outage(proxy.cut, proxy.heal, 2)
+
+    def kill(p, seconds=1.0):
+        return outage(p.kill, p.start, seconds)
+
     # A cut link: the watch resumes from its resourceVersion, which the level above
     # still holds (the upstream's history; the relay's ring): nobody lists.
     step(tree, "cut relay2-relay1", cut(tree.p2), {})
@@ -429,13 +429,6 @@ def run(tree):
         tree.ctl.drop_watches()
     step(tree, "ERROR 410 event", watch_error, {"upstream lists": 1, "relay1 lists": 1})
 
-    def kill(p, seconds=1.0):
-        def f():
-            p.kill()
-            tree.change("killed")
-            time.sleep(seconds)
-            p.start()
-        return f
     # relay1 restarts from its state and watches the upstream from its snapshot's
     # resourceVersion; relay2 watches relay1 from the same one: no list anywhere.
     step(tree, "relay1 SIGKILL", kill(tree.relay1), {})
