@@ -180,20 +180,22 @@ class Watchers:
             s.close()
 
 
+def port_ready(port):
+    """/readyz of a kreflect --listen answers 200."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False):
     err = open(os.path.join(workdir, "relay.err"), "wb")
     pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/callgrind.%%p" % workdir] if callgrind else []
     p = subprocess.Popen(pre + [binary, "--server", upstream_url, "-o", "none", "--listen", "127.0.0.1:%d" % port,
                           "--listen-max-conns", str(max_conns),
                           "-v", "1", "configmaps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-
-    def ready():
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-    wait_for(ready, 120 if callgrind else 20, "the relay to be ready")
+    wait_for(lambda: port_ready(port), 120 if callgrind else 20, "the relay to be ready")
     return p
 
 
