@@ -686,6 +686,10 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 #   make bench-restart    warm restart from --state-dir vs a cold start, flash per hour (tests/bench/restart.py)
 #   make bench-stall      the loop's worst stall with fsync slowed down: --dir each vs batch, state
 #                         snapshots of 1k/10k objects and journal groups (tests/bench/stall.py)
+#   make bench-fanout     one relay kreflect before 1/10/100/500 downstream watchers: upstream
+#                         requests and bytes direct vs. relayed, relay CPU and memory, change-to-last-
+#                         watcher latency (tests/bench/fanout.py; build/bench/fanout.{md,json}), then the
+#                         relay's instructions per event per watcher (build/bench/fanout-callgrind.*)
 #   make bench            kreflect against client-node and python3-kubernetes, one table,
 #                         build/bench/{table.md,results.json,bench.svg} (tests/bench/bench.py);
 #                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N
@@ -753,7 +757,22 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
 	$(Q)python3 tests/bench/restart.py
+	$(Q)+$(MAKE) --no-print-directory bench-fanout
 	$(Q)+$(MAKE) --no-print-directory bench-aead
+
+# The relay before 1 to 500 downstream watchers (tests/bench/fanout.py). The relay is
+# built with room for 600 local connections; the loop's poll set grows with it.
+FANOUT_DIR := build/x86_64-fanout
+FANOUT_CAPS := -DKR_SERVE_MAX_CONNS=600 -DKR_PORT_POLL_MAX=1024
+.PHONY: bench-fanout fanout-variant
+fanout-variant: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(SUBMAKE) TARGET=x86_64 O=$(FANOUT_DIR) EXTRA_CPPFLAGS='$(FANOUT_CAPS)' target-bin
+
+bench-fanout: | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(MAKE) --no-print-directory build/kreflect
+	$(Q)+$(MAKE) --no-print-directory fanout-variant
+	$(Q)python3 tests/bench/fanout.py --relay $(FANOUT_DIR)/kreflect
+	$(Q)python3 tests/bench/fanout.py --relay $(FANOUT_DIR)/kreflect --modes relay --changes 10 --callgrind
 
 # Warm restart from --state-dir against a cold start, and the flash a snapshot costs
 # (tests/bench/restart.py; build/bench/restart.{md,json}).

@@ -107,6 +107,9 @@ host_suites() {
 	run_suite peers python3 tests/peers/test_peers.py
 	# The test API server against kubectl 1.32 and client-go 0.32 (make test-deps, make peers).
 	run_suite real-clients python3 tests/peers/test_real_clients.py
+	# Upstream -> relay -> second-level relay -> 50 kreflects, kubectl -w and client-go,
+	# under faults at every level (make peers).
+	run_suite relay python3 tests/relay/test_relay.py
 	run_suite malloc sh tests/malloc/run.sh
 	# The e2e scenarios once more with --state-dir on (warm restarts inside scenarios).
 	run_suite e2e/state-on sh tests/state/e2e_on.sh

@@ -60,6 +60,15 @@ class ControlError(Exception):
         self.code, self.result = code, result
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a process to start on)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
 def load_ready(path, timeout=0):
     """The ready file's JSON, waiting up to `timeout` seconds for it."""
     deadline = time.monotonic() + timeout
