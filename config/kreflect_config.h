@@ -137,8 +137,30 @@
 #ifndef KR_TLS_HEAP_PER_CONN
 #define KR_TLS_HEAP_PER_CONN (48u * 1024u)
 #endif
+/*
+ * TLS on --listen (--listen-cert-file): the server side of mbedTLS, in the
+ * same heap. Each local TLS session holds a 16 KiB input record buffer, a
+ * 4 KiB output one and its keys, and briefly its handshake: KR_SERVE_TLS_PER_CONN
+ * each, for at most KR_SERVE_TLS_CONNS sessions at once (more are refused
+ * with a log line, so the upstream connections keep their part of the heap).
+ * Off with the endpoint (WITHOUT=listen) or alone (WITHOUT=listen_tls).
+ */
+#ifndef KR_WITH_LISTEN_TLS
+#if defined(KR_WITH_LISTEN) && !KR_WITH_LISTEN
+#define KR_WITH_LISTEN_TLS 0
+#else
+#define KR_WITH_LISTEN_TLS 1
+#endif
+#endif
+#ifndef KR_SERVE_TLS_CONNS
+#define KR_SERVE_TLS_CONNS 16
+#endif
+#ifndef KR_SERVE_TLS_PER_CONN
+#define KR_SERVE_TLS_PER_CONN 40960     /* 40 KiB */
+#endif
 #ifndef KR_TLS_HEAP_SIZE
-#define KR_TLS_HEAP_SIZE (KR_TLS_HEAP_PER_CONN * KR_MAX_CONNS + 64u * 1024u)
+#define KR_TLS_HEAP_SIZE (KR_TLS_HEAP_PER_CONN * KR_MAX_CONNS + 64u * 1024u + \
+			  (KR_WITH_LISTEN_TLS ? KR_SERVE_TLS_CONNS * KR_SERVE_TLS_PER_CONN : 0u))
 #endif
 
 /* Largest PEM file (CA bundle, client certificate or key) we read. */
@@ -206,6 +228,9 @@
 #define KR_SERVE_HISTORY 1024
 #endif
 
+#if KR_WITH_LISTEN_TLS && (KR_SERVE_TLS_CONNS < 1 || KR_SERVE_TLS_CONNS > KR_SERVE_MAX_CONNS)
+#error "KR_SERVE_TLS_CONNS must be 1 to KR_SERVE_MAX_CONNS"
+#endif
 #if KR_SERVE_MAX_CONNS < 1
 #error "KR_SERVE_MAX_CONNS must be at least 1"
 #endif
@@ -227,6 +252,7 @@
 #ifndef KR_WITH_LISTEN
 #define KR_WITH_LISTEN 1       /* --listen, kr_client_listen: the local endpoint */
 #endif
+/* KR_WITH_LISTEN_TLS (TLS on --listen, the mbedTLS server side) is set with the TLS heap above. */
 #ifndef KR_WITH_SIDECAR
 #define KR_WITH_SIDECAR 1      /* --k8s-sidecar: configuration from k8s-sidecar's environment */
 #endif

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "notify.h"
 #include "port.h"
+#include "state.h"
 
 
 #define STATUS_MAX 1024                /* a Status or small JSON document */
@@ -237,6 +238,124 @@ static int put_text_chunk(struct kr_serve_conn *c, const char *text)
 	return put_chunk(c, &text, &len, 1);
 }
 
+/* --- TLS on the endpoint ------------------------------------------------------------ */
+
+#if KR_WITH_LISTEN_TLS
+/* The certificate, key and client CA files, read one after the other. */
+static unsigned char tls_pem[KR_PEM_MAX];
+/* How often the files are looked at for a rotation (at an accept). */
+#define TLS_RECHECK_MS 10000
+
+/* Reads one file into tls_pem at *used, NUL-terminated. Returns its length or a KR_E code. */
+static long pem_read(const char *path, size_t *used)
+{
+	long n;
+
+	if (!path)
+		return 0;
+	if (*used + 1 >= sizeof(tls_pem))
+		return KR_ETOOBIG;
+	n = kr_port_read_file(path, tls_pem + *used, sizeof(tls_pem) - *used - 1);
+	if (n < 0)
+		return n;
+	tls_pem[*used + (size_t)n] = '\0';
+	*used += (size_t)n + 1;
+	return n;
+}
+
+/*
+ * Reads the files and, when their contents differ from sum (or force),
+ * sets up tls[slot] from them. Returns 1 set up, 0 unchanged, < 0 failed
+ * with the reason in err.
+ */
+static int tls_load(struct kr_serve *s, int slot, int force, char *err, size_t errlen)
+{
+	const struct kr_serve_opts *o = &s->opts;
+	const char *paths[3] = { o->cert_file, o->key_file, o->client_ca_file };
+	long len[3];
+	size_t used = 0, at[3];
+	struct kr_tls_opts to;
+	uint32_t sum;
+	int i, r;
+
+	for (i = 0; i < 3; i++) {
+		at[i] = used;
+		len[i] = pem_read(paths[i], &used);
+		if (len[i] < 0) {
+			kr_snprintf(err, errlen, "unable to read %s: %s", paths[i],
+				    len[i] == KR_ETOOBIG ? "larger than KR_PEM_MAX" : kr_strerror((int)len[i]));
+			return (int)len[i];
+		}
+	}
+	sum = kr_state_crc32(0, tls_pem, used);
+	if (!force && sum == s->tls_sum)
+		return 0;
+	memset(&to, 0, sizeof(to));
+	to.cert = tls_pem + at[0];
+	to.cert_len = (size_t)len[0];
+	to.key = tls_pem + at[1];
+	to.key_len = (size_t)len[1];
+	to.ca = len[2] > 0 ? tls_pem + at[2] : NULL;
+	to.ca_len = (size_t)len[2];
+	if (o->client_ca_file && len[2] == 0) {
+		kr_snprintf(err, errlen, "the client CA file %s is empty", o->client_ca_file);
+		r = KR_EINVAL;
+	} else {
+		r = kr_tls_ctx_setup_server(&s->tls[slot], &to, err, errlen);
+	}
+	s->tls_sum = sum;              /* a bad rotation is reported once, not at every accept */
+	kr_port_zero(tls_pem, used);   /* the key does not stay in this buffer */
+	return r < 0 ? r : 1;
+}
+
+/* At most every TLS_RECHECK_MS: new files take effect for the connections after. */
+static void tls_recheck(struct kr_serve *s)
+{
+	kr_ms_t now = kr_port_now_ms();
+	char err[256];
+	int other = 1 - s->tls_cur, r;
+
+	if (now - s->tls_checked < TLS_RECHECK_MS || s->tls_users[other] > 0)
+		return;                /* too soon, or sessions still use the other slot */
+	s->tls_checked = now;
+	r = tls_load(s, other, 0, err, sizeof(err));
+	if (r < 0) {
+		kr_log(KR_LOG_WARN, "listen: keeping the TLS certificate in use: %s", err);
+	} else if (r > 0) {
+		s->tls_cur = other;
+		s->tls_reloads++;
+		kr_log(KR_LOG_INFO, "listen: TLS certificate files changed: new connections use them");
+	}
+}
+
+/* A session could not start: a clear line, and the socket closed (no memory for a Status). */
+static void tls_refuse(struct kr_serve *s, int fd, const char *why)
+{
+	kr_log(KR_LOG_WARN, "listen: TLS connection refused: %s", why);
+	kr_port_close(fd);
+	s->tls_refused++;
+	s->refused++;
+}
+#endif
+
+static long conn_send(struct kr_serve_conn *c, const void *buf, size_t len)
+{
+#if KR_WITH_LISTEN_TLS
+	if (c->srv->tls_on)
+		return kr_tls_write(&c->tls, buf, len);
+#endif
+	return kr_port_send(c->src.fd, buf, len);
+}
+
+static long conn_recv(struct kr_serve_conn *c, void *buf, size_t len)
+{
+#if KR_WITH_LISTEN_TLS
+	if (c->srv->tls_on)
+		return kr_tls_read(&c->tls, buf, len);
+#endif
+	return kr_port_recv(c->src.fd, buf, len);
+}
+
 static void conn_close(struct kr_serve_conn *c)
 {
 	struct kr_serve *s = c->srv;
@@ -244,6 +363,13 @@ static void conn_close(struct kr_serve_conn *c)
 	if (c->state == KR_SC_FREE)
 		return;
 	kr_loop_remove(s->loop, &c->src);
+#if KR_WITH_LISTEN_TLS
+	if (s->tls_on) {
+		kr_tls_free(&c->tls);  /* close_notify, best effort, and its memory back */
+		s->tls_sessions--;
+		s->tls_users[c->tls_slot]--;
+	}
+#endif
 	{
 		/* Unread request bytes would turn the close into a reset that can
 		 * destroy the answer still in flight: read what is there first. */
@@ -262,7 +388,7 @@ static void conn_close(struct kr_serve_conn *c)
 static int flush(struct kr_serve_conn *c)
 {
 	while (c->out_off < c->out_len) {
-		long n = kr_port_send(c->src.fd, c->out + c->out_off, c->out_len - c->out_off);
+		long n = conn_send(c, c->out + c->out_off, c->out_len - c->out_off);
 
 		if (n == KR_IO_WAIT)
 			return 0;
@@ -990,7 +1116,7 @@ static int send_big(struct kr_serve_conn *c)
 			conn_close(c);
 			return KR_ECLOSED;
 		}
-		n = kr_port_send(c->src.fd, v.obj + c->big_off, c->big_len - c->big_off);
+		n = conn_send(c, v.obj + c->big_off, c->big_len - c->big_off);
 		if (n == KR_IO_WAIT)
 			return 0;
 		if (n <= 0) {
@@ -1588,9 +1714,9 @@ static int authorized(struct kr_serve *s, struct kr_serve_conn *c)
 	const char *a = c->req.auth;
 	size_t tl, al;
 
-	if (!s->need_token)
-		return 1;
-	if (!c->req.has_auth || strncmp(a, "Bearer ", 7) != 0)
+	if (!s->need_auth || c->user[0])
+		return 1;              /* no credentials asked for, or a verified client certificate */
+	if (!s->need_token || !c->req.has_auth || strncmp(a, "Bearer ", 7) != 0)
 		return 0;
 	a += 7;
 	/* Rotated by whoever writes the file: read it again, as src/auth.c does for ours. */
@@ -1736,14 +1862,56 @@ resource:
 
 /* --- connections ------------------------------------------------------------------------------ */
 
+#if KR_WITH_LISTEN_TLS
+/* Advances a TLS handshake. Returns 1 when a request may be read, 0 when not yet (or closed). */
+static int handshake(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	char why[192];
+	int r = kr_tls_handshake(&c->tls);
+
+	if (r == 0) {
+		c->src.want = c->tls.want;
+		return 0;
+	}
+	if (r < 0) {
+		/* A client that does not trust us says so in an alert: worth a line, not an error. */
+		kr_tls_describe(&c->tls, why, sizeof(why));
+		kr_log(KR_LOG_INFO, "listen: TLS handshake failed: %s", why);
+		s->tls_failed++;
+		conn_close(c);
+		return 0;
+	}
+	r = kr_tls_peer_verified(&c->tls, c->user, sizeof(c->user));
+	if (r < 0) {
+		kr_log(KR_LOG_WARN, "listen: client certificate refused: %s",
+		       mbedtls_ssl_get_peer_cert(&c->tls.ssl) && mbedtls_ssl_get_verify_result(&c->tls.ssl)
+			       ? "not signed by --listen-client-ca-file (or expired)"
+			       : "no common name, or one longer than 63 bytes");
+		s->tls_failed++;
+		conn_close(c);
+		return 0;
+	}
+	s->tls_handshakes++;
+	c->state = KR_SC_READING;
+	c->src.want = KR_POLL_IN;
+	return 1;
+}
+#endif
+
 static void on_conn(struct kr_loop *loop, struct kr_source *src, int got)
 {
 	struct kr_serve_conn *c = src->arg;
 	char buf[4096];
 
 	(void)loop;
+#if KR_WITH_LISTEN_TLS
+	if (c->state == KR_SC_HANDSHAKE && !handshake(c))
+		return;
+again:
+#endif
 	if (c->state == KR_SC_READING || (got & (KR_POLL_IN | KR_POLL_ERR))) {
-		long n = kr_port_recv(c->src.fd, buf, sizeof(buf));
+		long n = conn_recv(c, buf, sizeof(buf));
 
 		if (n == 0 || n == KR_IO_ERR) {
 			conn_close(c);
@@ -1766,6 +1934,11 @@ static void on_conn(struct kr_loop *loop, struct kr_source *src, int got)
 				if (c->state == KR_SC_READING)
 					return;
 			} else {
+#if KR_WITH_LISTEN_TLS
+				/* The rest of the head may be decrypted already: poll() would not say. */
+				if (c->srv->tls_on && kr_tls_pending(&c->tls))
+					goto again;
+#endif
 				return;
 			}
 		}
@@ -1809,6 +1982,15 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 		if (fd < 0)
 			break;
 		accepted++;
+#if KR_WITH_LISTEN_TLS
+		if (s->tls_on) {
+			tls_recheck(s);
+			if (s->tls_sessions >= KR_SERVE_TLS_CONNS) {
+				tls_refuse(s, fd, "all KR_SERVE_TLS_CONNS sessions are in use");
+				continue;
+			}
+		}
+#endif
 		for (i = 0; i < s->nconns; i++)
 			if (s->conns[i].state == KR_SC_FREE)
 				break;
@@ -1826,12 +2008,34 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 			c->src.ready = on_conn;
 			c->src.arg = c;
 			c->state = KR_SC_READING;
+			c->user[0] = '\0';
+#if KR_WITH_LISTEN_TLS
+			if (s->tls_on) {
+				if (kr_tls_accept(&c->tls, &s->tls[s->tls_cur], fd) != 0) {
+					kr_tls_free(&c->tls);
+					c->state = KR_SC_FREE;
+					tls_refuse(s, fd, "out of TLS memory (KR_TLS_HEAP_SIZE)");
+					continue;
+				}
+				c->tls_slot = s->tls_cur;
+				s->tls_users[c->tls_slot]++;
+				s->tls_sessions++;
+				c->state = KR_SC_HANDSHAKE;
+			}
+#endif
 			c->out_len = c->out_off = 0;
 			c->big = 0;
 			c->watch_end = 0;
 			kr_http_server_init(&c->req);
 			c->deadline = kr_port_now_ms() + s->opts.idle_ms;  /* the head's deadline */
 			if (kr_loop_add(loop, &c->src) != 0) {
+#if KR_WITH_LISTEN_TLS
+				if (s->tls_on) {
+					kr_tls_free(&c->tls);
+					s->tls_sessions--;
+					s->tls_users[c->tls_slot]--;
+				}
+#endif
 				kr_port_close(fd);
 				c->state = KR_SC_FREE;
 				s->refused++;
@@ -1856,7 +2060,8 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 		struct kr_serve_conn *c = &s->conns[i];
 
 		if ((c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-		     c->state == KR_SC_LISTING) && c->deadline && now >= c->deadline) {
+		     c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE) &&
+		    c->deadline && now >= c->deadline) {
 			conn_close(c);         /* no request head, or its answer not read, in time */
 		} else if (c->state == KR_SC_WATCHING &&
 			   ((c->bookmarks && now >= c->bookmark_at) ||
@@ -1877,7 +2082,7 @@ static void rearm(struct kr_serve *s)
 		kr_ms_t d = 0;
 
 		if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-		    c->state == KR_SC_LISTING)
+		    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
 			d = c->deadline;
 		else if (c->state == KR_SC_WATCHING) {
 			if (c->bookmarks)
@@ -1985,10 +2190,47 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 			return KR_EAUTH;
 		}
 		s->need_token = 1;
-	} else if (!loopback && !opts->health_only) {
+	}
+	s->need_auth = s->need_token || opts->client_ca_file;
+	if (!loopback && !s->need_auth && !opts->health_only) {
 		kr_snprintf(err, errlen, "unable to listen on %s: not a loopback address, so "
-			    "--listen-token-file (or --listen-health-only) is required", opts->listen);
+			    "--listen-token-file or --listen-client-ca-file (or --listen-health-only) "
+			    "is required", opts->listen);
 		return KR_EINVAL;
+	}
+	if ((opts->cert_file != NULL) != (opts->key_file != NULL) ||
+	    (opts->client_ca_file && !opts->cert_file)) {
+		kr_snprintf(err, errlen, "TLS on %s needs --listen-cert-file and --listen-key-file "
+			    "(and --listen-client-ca-file only with them)", opts->listen);
+		return KR_EINVAL;
+	}
+	if (!loopback && !opts->cert_file && !opts->insecure && !opts->health_only) {
+		kr_snprintf(err, errlen, "unable to listen on %s: not a loopback address, so TLS "
+			    "(--listen-cert-file, --listen-key-file) or an explicit --listen-insecure "
+			    "is required", opts->listen);
+		return KR_EINVAL;
+	}
+	if (opts->cert_file && kind == 1) {
+		kr_snprintf(err, errlen, "TLS on a unix socket (%s) is not supported", opts->listen);
+		return KR_EINVAL;
+	}
+	if (opts->cert_file) {
+#if KR_WITH_LISTEN_TLS
+		char why[256];
+
+		for (i = 0; i < 2; i++)
+			kr_tls_ctx_init(&s->tls[i]);
+		r = tls_load(s, 0, 1, why, sizeof(why));
+		if (r < 0) {
+			kr_snprintf(err, errlen, "TLS on %s: %s", opts->listen, why);
+			return KR_EINVAL;
+		}
+		s->tls_on = 1;
+		s->tls_checked = kr_port_now_ms();
+#else
+		kr_snprintf(err, errlen, "--listen-cert-file: TLS on --listen is not built in");
+		return KR_ENOTSUP;
+#endif
 	}
 	if (kind == 1) {
 		fd = kr_port_unix_listen(path, 0600);
@@ -2035,4 +2277,11 @@ void kr_serve_close(struct kr_serve *s)
 			kr_port_fs_unlink(s->where);
 	}
 	kr_loop_timer_cancel(s->loop, &s->tick);
+#if KR_WITH_LISTEN_TLS
+	if (s->tls_on) {
+		kr_tls_ctx_free(&s->tls[0]);
+		kr_tls_ctx_free(&s->tls[1]);
+		s->tls_on = 0;
+	}
+#endif
 }

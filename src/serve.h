@@ -24,6 +24,7 @@
 #include "reflector.h"
 #include "sink.h"
 #include "store.h"
+#include "tls.h"
 
 struct kr_notify;
 struct kr_out;
@@ -35,6 +36,10 @@ struct kr_http_post;
 struct kr_serve_opts {
 	const char *listen;            /* 127.0.0.1:PORT, [::1]:PORT, unix:/PATH, or another IP:PORT */
 	const char *token_file;        /* bearer token clients must send; needed off loopback */
+	const char *cert_file;         /* TLS: the server's certificate (chain), PEM; NULL = plain HTTP */
+	const char *key_file;          /* TLS: its key */
+	const char *client_ca_file;    /* TLS: clients may authenticate by a certificate it signed */
+	int insecure;                  /* a non-loopback address without TLS (--listen-insecure) */
 	int max_conns;                 /* 1..KR_SERVE_MAX_CONNS; 0 = KR_SERVE_MAX_CONNS */
 	int serve_secrets;             /* secrets are 403 unless set */
 	int health_only;               /* only /healthz, /livez and /readyz (404 for the rest), so
@@ -50,6 +55,7 @@ struct kr_serve_opts {
 
 enum kr_serve_conn_state {
 	KR_SC_FREE,
+	KR_SC_HANDSHAKE,               /* TLS: the handshake, before the first request */
 	KR_SC_READING,                 /* a request head */
 	KR_SC_WRITING,                 /* a response; then back to READING or closed */
 	KR_SC_LISTING,                 /* a list response, item by item */
@@ -65,6 +71,11 @@ struct kr_serve_conn {
 	int chunked;                   /* the response is chunked (HTTP/1.1) */
 	int head_only;                 /* HEAD: no body */
 	struct kr_http_server_req req;
+#if KR_WITH_LISTEN_TLS
+	struct kr_tls tls;             /* its TLS session when the endpoint has TLS */
+	int tls_slot;                  /* the configuration it was accepted with (kr_serve.tls[]) */
+#endif
+	char user[64];                 /* the verified client certificate's CN, "" = none */
 	/* the list or watch in progress */
 	int res;                       /* reflector index */
 	char ns[64];                   /* "" = every namespace held */
@@ -109,6 +120,17 @@ struct kr_serve {
 	struct kr_timer tick;          /* bookmarks, watch timeouts */
 	struct kr_auth token;          /* --listen-token-file */
 	int need_token;
+	int need_auth;                 /* a token or a client certificate */
+#if KR_WITH_LISTEN_TLS
+	/* TLS: the configuration in use and the one before the last reload,
+	 * kept while sessions accepted with it are open */
+	struct kr_tls_ctx tls[2];
+	int tls_on, tls_cur, tls_users[2];
+	uint32_t tls_sum;              /* of the files' contents, to see a rotation */
+	kr_ms_t tls_checked;           /* when the files were last looked at */
+	int tls_sessions;              /* open, at most KR_SERVE_TLS_CONNS */
+	unsigned long long tls_handshakes, tls_failed, tls_refused, tls_reloads;
+#endif
 	struct kr_serve_conn *conns;
 	int nconns;                    /* slots in use allowed: opts.max_conns */
 	kr_ms_t started;

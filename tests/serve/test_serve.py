@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -176,8 +177,8 @@ def t_health_only(s):
     # Off loopback without it (and without a token): refused, naming both ways out.
     other = s.kreflect("--listen", "0.0.0.0:%d" % free_port())
     rc = other.wait_exit(10)
-    check(rc == 2 and "--listen-token-file (or --listen-health-only) is required" in other.stderr(),
-          "0.0.0.0 without a token: exit %d, %s" % (rc, other.stderr_tail()))
+    check(rc == 2 and "--listen-token-file or --listen-client-ca-file (or --listen-health-only) is required"
+          in other.stderr(), "0.0.0.0 without a token: exit %d, %s" % (rc, other.stderr_tail()))
     other = s.kreflect("--listen-health-only")
     rc = other.wait_exit(10)
     check(rc == 2 and "need --listen" in other.stderr(), "--listen-health-only alone: exit %d, %s"
@@ -713,15 +714,22 @@ def t_unix_token(s):
     check(not os.path.exists(path), "the socket file is removed on exit")
     # Not loopback: refused without a token file...
     bad = s.kreflect("--listen", "0.0.0.0:%d" % free_port(), name="nottoken")
-    check(bad.wait_exit(10) == 2 and "--listen-token-file (or --listen-health-only) is required" in bad.stderr(),
-          "0.0.0.0 without a token: %s" % bad.stderr_tail())
+    check(bad.wait_exit(10) == 2 and "--listen-token-file or --listen-client-ca-file (or --listen-health-only) "
+          "is required" in bad.stderr(), "0.0.0.0 without a token: %s" % bad.stderr_tail())
     # ...and with one, every request needs it; the file is re-read when it changes.
     tok = os.path.join(s.dir, "listen-token")
     with open(tok, "w") as f:
         f.write("first-token\n")
+    # ...and, with a token, refused without TLS unless --listen-insecure says so (logged)...
+    bad = s.kreflect("--listen", "0.0.0.0:%d" % free_port(), "--listen-token-file", tok, name="notls")
+    check(bad.wait_exit(10) == 2 and "so TLS (--listen-cert-file, --listen-key-file) or an explicit "
+          "--listen-insecure is required" in bad.stderr(), "0.0.0.0 without TLS: %s" % bad.stderr_tail())
     port = free_port()
-    kr = s.kreflect("--listen", "0.0.0.0:%d" % port, "--listen-token-file", tok, name="withtoken")
+    kr = s.kreflect("--listen", "0.0.0.0:%d" % port, "--listen-token-file", tok, "--listen-insecure",
+                    name="withtoken")
     kr.wait_synced(1)
+    check("--listen-insecure: 0.0.0.0:%d is served without TLS" % port in kr.stderr(),
+          "no warning for --listen-insecure: %s" % kr.stderr_tail())
     lo = Local.__new__(Local)
     lo.port = port
     st, hdr, body = lo.req("/healthz")
@@ -734,6 +742,213 @@ def t_unix_token(s):
     check(lo.req("/healthz", headers={"Authorization": "Bearer first-token"})[0] == 401, "rotated out")
     check(lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, "rotated in")
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
+
+
+# ---------------------------------------------------------------------------- TLS on --listen
+
+def tls_ctx(ca, cert=None, key=None, version=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    if version:
+        ctx.minimum_version = ctx.maximum_version = version
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def tls_get(port, ctx, path, token=None, timeout=10):
+    """(status, body, TLS version) of one GET over TLS."""
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+    try:
+        c.request("GET", path, headers={"Authorization": "Bearer " + token} if token else {})
+        r = c.getresponse()
+        return r.status, r.read(), c.sock.version()
+    finally:
+        c.close()
+
+
+def tls_relay(s, *extra, name="relay"):
+    """kreflect serving over TLS with the test API server's certificate, its token and CA for clients."""
+    wd = s.srv.workdir
+    port = free_port()
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", os.path.join(wd, "server.crt"),
+                    "--listen-key-file", os.path.join(wd, "server.key"),
+                    "--listen-token-file", s.srv.ready["token_file"], *extra, name=name)
+    kr.wait_synced(1)
+    return kr, port
+
+
+def token_of(s):
+    with open(s.srv.ready["token_file"]) as f:
+        return f.read().strip()
+
+
+def tls_setup(s):
+    """The test API server with 5 ConfigMaps, a relay over TLS that takes client certificates of its CA."""
+    s.server()
+    for i in range(5):
+        s.create("cm-%d" % i, {"k": "v%d" % i})
+    kr, port = tls_relay(s, "--listen-client-ca-file", os.path.join(s.srv.workdir, "ca.crt"))
+    return s.srv.workdir, kr, port
+
+
+@scenario("ServeTLSClients", 12)
+def t_tls_clients(s):
+    wd, kr, port = tls_setup(s)
+    ca = os.path.join(wd, "ca.crt")
+    check("over TLS (bearer token required)" in kr.stderr(), "start line: %s" % kr.stderr_tail())
+    tok = token_of(s)
+    want = s.server_objects()
+    # TLS 1.2 and 1.3, by token; the list equals the server's.
+    for v in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        st, body, got = tls_get(port, tls_ctx(ca, version=v), NS, tok)
+        check(st == 200 and got == {ssl.TLSVersion.TLSv1_2: "TLSv1.2", ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[v],
+              "%s: %d %s" % (v, st, got))
+        check(keys_rvs(json.loads(body)["items"]) == want, "the list over %s differs from the server" % got)
+    # No token: the apiserver's 401 Status; a wrong one too.
+    st, body, _ = tls_get(port, tls_ctx(ca), NS)
+    check(st == 401 and status_of(body)["reason"] == "Unauthorized", "no token: %d %s" % (st, body[:100]))
+    check(tls_get(port, tls_ctx(ca), NS, "wrong")[0] == 401, "a wrong token was let in")
+    # A client certificate signed by the client CA stands for the token.
+    st, body, _ = tls_get(port, tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key")), NS)
+    check(st == 200 and keys_rvs(json.loads(body)["items"]) == want, "by client certificate: %d" % st)
+    # A certificate from another CA is refused in the handshake, with a line saying why.
+    other = os.path.join(s.dir, "other")
+    os.makedirs(other)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-subj", "/CN=intruder", "-days", "1", "-keyout", other + "/k.pem",
+                    "-out", other + "/c.pem"], check=True, capture_output=True)
+    try:
+        tls_get(port, tls_ctx(ca, other + "/c.pem", other + "/k.pem", ssl.TLSVersion.TLSv1_2), NS)
+        check(False, "a client certificate from another CA was let in")
+    except (ssl.SSLError, ConnectionError, http.client.HTTPException):
+        pass
+    wait_until(lambda: "client certificate refused: not signed by --listen-client-ca-file" in kr.stderr(), 5,
+               "the refusal's log line")
+    # A client that does not trust the relay's certificate: the handshake fails, the relay goes on.
+    try:
+        tls_get(port, tls_ctx(other + "/c.pem"), NS, tok)
+        check(False, "a client with another CA accepted the relay's certificate")
+    except ssl.SSLCertVerificationError:
+        pass
+    # Plain HTTP to the TLS port is no request: closed, and the relay goes on.
+    lo = Local.__new__(Local)
+    lo.port = port
+    out = lo.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(not out.startswith(b"HTTP/1.1 200"), "plain HTTP answered on the TLS port: %r" % out[:40])
+    check(tls_get(port, tls_ctx(ca), "/healthz", tok)[0] == 200, "the relay stopped serving after bad clients")
+    # kubectl with the relay's CA and the token.
+    if os.path.exists(KUBECTL):
+        r = subprocess.run([KUBECTL, "--server", "https://127.0.0.1:%d" % port, "--certificate-authority", ca,
+                            "--token", tok, "get", "configmaps", "-n", "default", "-o", "json"],
+                           capture_output=True, timeout=30, env={"HOME": s.dir, "PATH": "/usr/bin:/bin"})
+        check(r.returncode == 0 and keys_rvs(json.loads(r.stdout)["items"]) == want,
+              "kubectl over TLS: %s" % r.stderr[-300:])
+    else:
+        check(False, "no kubectl at %s (make deps)" % KUBECTL)
+    check(tok not in kr.stderr(), "the token in the log")
+
+
+@scenario("ServeTLSDownstreamKreflect", 12)
+def t_tls_downstream(s):
+    """A downstream kreflect mirrors the relay over TLS (by token, then by client certificate) and follows it."""
+    wd, kr, port = tls_setup(s)
+    url = "https://127.0.0.1:%d" % port
+    down = s.kreflect(server_url=url, name="down-token")       # the CA and token of the test setup
+    down.wait_synced(1)
+    s.check_mirror(down)
+    bycert = s.kreflect("--client-certificate", os.path.join(wd, "client.crt"),
+                        "--client-key", os.path.join(wd, "client.key"), server_url=url, auth=False,
+                        name="down-cert")
+    bycert.wait_synced(1)
+    s.check_mirror(bycert)
+    s.update("cm-1", {"k": "changed"})
+    s.delete("cm-2")
+    s.create("new", {"k": "new"})
+    s.check_mirror(down)
+    s.check_mirror(bycert)
+    lo = [x for x in s.ctl.log() if x["path"] == NS]
+    check(all("127.0.0.1:%d" % port not in json.dumps(x) for x in lo), "the downstream reached the API server")
+
+
+@scenario("ServeTLSSessionsBound", 12)
+def t_tls_bound(s):
+    """More TLS sessions than KR_SERVE_TLS_CONNS: refused with a log line; the others go on."""
+    s.server()
+    s.create("cm-1")
+    wd = s.srv.workdir
+    ca = os.path.join(wd, "ca.crt")
+    kr, port = tls_relay(s)
+    n = CAPACITY_TLS(kr)
+    tok = token_of(s)
+    socks = []
+    try:
+        for _ in range(n):
+            socks.append(tls_ctx(ca).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                                                 server_hostname="127.0.0.1"))
+        try:
+            c = tls_ctx(ca).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
+                                        server_hostname="127.0.0.1")
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
+            got = c.recv(100)
+            check(not got, "session %d was served: %r" % (n + 1, got[:40]))
+        except (ssl.SSLError, ConnectionError):
+            pass
+        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use" in kr.stderr(), 5,
+                   "the refusal's log line")
+        # The open sessions still work.
+        socks[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
+        check(socks[0].recv(100).startswith(b"HTTP/1.1 200"), "an open session stopped working")
+    finally:
+        for c in socks:
+            c.close()
+    wait_until(lambda: tls_ok(port, ca, tok), 5, "a session once the others closed")
+
+
+def tls_ok(port, ca, tok):
+    try:
+        return tls_get(port, tls_ctx(ca), "/healthz", tok)[0] == 200
+    except (ssl.SSLError, ConnectionError):
+        return False
+
+
+def CAPACITY_TLS(kr):
+    out = subprocess.run([e2e.BIN, "--print-budget"], capture_output=True, text=True).stdout
+    m = re.search(r"listen-tls.*?(\d+) sessions", out)
+    check(m, "--print-budget names no TLS sessions: %s" % out[-400:])
+    return int(m.group(1))
+
+
+@scenario("ServeTLSRotation", 20)
+def t_tls_rotation(s):
+    """New certificate files are used for the connections after (the files are looked at every 10 s)."""
+    s.server()
+    s.create("cm-1")
+    wd = s.srv.workdir
+    cert, key = os.path.join(s.dir, "tls.crt"), os.path.join(s.dir, "tls.key")
+    shutil.copy(os.path.join(wd, "server.crt"), cert)
+    shutil.copy(os.path.join(wd, "server.key"), key)
+    port = free_port()
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", cert, "--listen-key-file", key,
+                    name="relay")
+    kr.wait_synced(1)
+    ca = os.path.join(wd, "ca.crt")
+    check(tls_get(port, tls_ctx(ca), "/healthz")[0] == 200, "before the rotation")
+    # A half-written rotation (a key that does not match) keeps the old certificate, and says so.
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-subj", "/CN=rotated", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                    "-keyout", key + ".new", "-out", cert + ".new"], check=True, capture_output=True)
+    os.rename(cert + ".new", cert)
+    wait_until(lambda: tls_ok(port, ca, "") and "keeping the TLS certificate in use" in kr.stderr(), 15,
+               "the mismatched pair refused, the old one kept")
+    os.rename(key + ".new", key)
+
+    def rotated():
+        try:
+            return tls_get(port, tls_ctx(cert), "/healthz")[0] == 200
+        except (ssl.SSLError, ConnectionError):
+            return False
+    wait_until(rotated, 15, "the new certificate in use")
+    check("TLS certificate files changed" in kr.stderr(), "no log line for the rotation")
 
 
 if __name__ == "__main__":
