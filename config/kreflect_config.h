@@ -223,6 +223,18 @@
 #define KR_SERVE_TARGET_MAX 2048
 #endif
 
+/*
+ * Identities and rules of the endpoint (src/access.h): the token file's and
+ * the access file's parsed copies, KR_SERVE_ACCESS_BYTES each, of at most
+ * KR_SERVE_IDENTITIES lines each.
+ */
+#ifndef KR_SERVE_ACCESS_BYTES
+#define KR_SERVE_ACCESS_BYTES 16384
+#endif
+#ifndef KR_SERVE_IDENTITIES
+#define KR_SERVE_IDENTITIES 256
+#endif
+
 /* Changes remembered for watches that resume from a resourceVersion. */
 #ifndef KR_SERVE_HISTORY
 #define KR_SERVE_HISTORY 1024

@@ -189,7 +189,10 @@ static const char usage[] =
 	"                                 another IP:PORT only with a token or client CA, and\n"
 	"                                 TLS or --listen-insecure\n"
 	"  --listen-token-file PATH       clients must send Authorization: Bearer <the file's\n"
-	"                                 token> (re-read when it changes; constant-time compare)\n"
+	"                                 token>, or of one of its token,user lines (re-read when\n"
+	"                                 it changes; constant-time compare)\n"
+	"  --listen-access-file PATH      what each user may read: lines of 'USER NAMESPACES\n"
+	"                                 RESOURCES' (comma lists or *; secrets only if named)\n"
 	"  --listen-cert-file PATH        serve TLS 1.2/1.3 with this certificate (chain, PEM)\n"
 	"  --listen-key-file PATH         and its key (both re-read when they change)\n"
 	"  --listen-client-ca-file PATH   clients may authenticate by a certificate it signed\n"
@@ -653,6 +656,8 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			o->serve.key_file = v;
 		} else if ((v = value_of(argc, argv, &i, "--listen-client-ca-file", NULL))) {
 			o->serve.client_ca_file = v;
+		} else if ((v = value_of(argc, argv, &i, "--listen-access-file", NULL))) {
+			o->serve.access_file = v;
 		} else if (strcmp(a, "--listen-insecure") == 0) {
 			o->serve.insecure = 1;
 		} else if ((v = value_of(argc, argv, &i, "--listen-max-conns", NULL))) {
@@ -1096,9 +1101,9 @@ int main(int argc, char **argv)
 		}
 	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets ||
 		   o.serve.health_only || o.serve.cert_file || o.serve.key_file ||
-		   o.serve.client_ca_file || o.serve.insecure) {
+		   o.serve.client_ca_file || o.serve.insecure || o.serve.access_file) {
 		return usage_error("--listen-token-file, --listen-cert-file, --listen-key-file, "
-				   "--listen-client-ca-file, --listen-insecure, --listen-max-conns, "
+				   "--listen-client-ca-file, --listen-access-file, --listen-insecure, --listen-max-conns, "
 				   "--serve-secrets and --listen-health-only need --listen%s", "");
 	}
 	if (o.once) {

@@ -11,6 +11,7 @@
 #include "kreflect.h"
 #include "log.h"
 #include "notify.h"
+#include "access.h"
 #include "port.h"
 #include "state.h"
 
@@ -1493,6 +1494,18 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			       r->name);
 		return;
 	}
+	if (s->have_rules && !kr_rules_allow(&s->rules, c->who, ns, r->plural, r->name,
+					     !r->group[0] && strcmp(r->plural, "secrets") == 0)) {
+		/* The kube-apiserver's words for an RBAC refusal. */
+		const char *verb = name ? "get" : param_true(t, "watch") ? "watch" : "list";
+
+		respond_status(c, 403, "%s%s%s%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group "
+			       "\"%s\" %s%s%s", r->plural, name ? " \"" : "", name ? name : "", name ? "\"" : "",
+			       c->who, verb, r->plural, r->group, ns ? "in the namespace \"" : "at the cluster scope",
+			       ns ? ns : "", ns ? "\"" : "");
+		s->forbidden++;
+		return;
+	}
 	if (r->namespaced && !r->all_namespaces && (!ns || strcmp(ns, r->ns) != 0)) {
 		respond_status(c, 403, "%s%s%s is forbidden: kreflect mirrors namespace %s only",
 			       r->name, ns ? " in namespace " : " in every namespace", ns ? ns : "",
@@ -1709,21 +1722,54 @@ static int split(char *path, char **seg, int max)
 	return n;
 }
 
+/*
+ * Reads the token file into s->tokens when its bytes changed. Returns 0, or
+ * a KR_E code with the reason in err (the identities in use stay).
+ */
+static int tokens_load(struct kr_serve *s, char *err, size_t errlen)
+{
+	long n = kr_port_read_file(s->opts.token_file, s->file_raw, sizeof(s->file_raw));
+	uint32_t sum;
+	int r;
+
+	if (n < 0) {
+		kr_snprintf(err, errlen, "%s", n == KR_ETOOBIG ? "larger than KR_SERVE_ACCESS_BYTES"
+							  : kr_strerror((int)n));
+		return (int)n;
+	}
+	sum = kr_state_crc32(0, s->file_raw, (size_t)n);
+	if (s->tokens.n > 0 && sum == s->tokens_sum)
+		return 0;
+	s->tokens_sum = sum;           /* a bad file is reported once, not at every request */
+	r = kr_tokens_parse(&s->tokens_next, s->file_raw, (size_t)n, err, errlen);
+	kr_port_zero(s->file_raw, (size_t)n);
+	if (r == 0) {
+		memcpy(&s->tokens, &s->tokens_next, sizeof(s->tokens));
+		kr_port_zero(&s->tokens_next, sizeof(s->tokens_next));
+	}
+	return r;
+}
+
+/* Sets c->who to the request's identity. 0 when it has none that is accepted. */
 static int authorized(struct kr_serve *s, struct kr_serve_conn *c)
 {
-	const char *a = c->req.auth;
-	size_t tl, al;
+	const char *a = c->req.auth, *who;
+	char why[192];
 
+	kr_snprintf(c->who, sizeof(c->who), "%s", c->user);
 	if (!s->need_auth || c->user[0])
 		return 1;              /* no credentials asked for, or a verified client certificate */
 	if (!s->need_token || !c->req.has_auth || strncmp(a, "Bearer ", 7) != 0)
 		return 0;
 	a += 7;
 	/* Rotated by whoever writes the file: read it again, as src/auth.c does for ours. */
-	kr_auth_refresh(&s->token);
-	tl = strlen(s->token.token);
-	al = strlen(a);
-	return tl > 0 && (al == tl) & kr_http_server_same(a, s->token.token, tl < al ? tl : al);
+	if (tokens_load(s, why, sizeof(why)) != 0)
+		kr_log(KR_LOG_WARN, "listen: keeping the identities in use: %s: %s", s->opts.token_file, why);
+	who = kr_tokens_user(&s->tokens, a, strlen(a));
+	if (!who)
+		return 0;
+	kr_snprintf(c->who, sizeof(c->who), "%s", who);
+	return 1;
 }
 
 static void route(struct kr_serve_conn *c)
@@ -2180,16 +2226,31 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 			    "unix:/PATH or IP:PORT", opts->listen);
 		return KR_EINVAL;
 	}
-	kr_auth_init(&s->token);
 	if (opts->token_file) {
-		r = kr_auth_set_file(&s->token, opts->token_file);
-		if (r != 0) {
-			kr_snprintf(err, errlen, "unable to read the listen token file %s: %s",
-				    opts->token_file, r == KR_EINVAL ? "empty or more than one line"
-								   : kr_strerror(r));
+		char why[192];
+
+		if (tokens_load(s, why, sizeof(why)) != 0) {
+			kr_snprintf(err, errlen, "unable to read the listen token file %s: %s", opts->token_file, why);
 			return KR_EAUTH;
 		}
 		s->need_token = 1;
+	}
+	if (opts->access_file) {
+		char why[192];
+		long n = kr_port_read_file(opts->access_file, s->file_raw, sizeof(s->file_raw));
+
+		r = n < 0 ? (int)n : kr_rules_parse(&s->rules, s->file_raw, (size_t)n, why, sizeof(why));
+		if (r != 0) {
+			kr_snprintf(err, errlen, "unable to read the listen access file %s: %s", opts->access_file,
+				    n == KR_ETOOBIG ? "larger than KR_SERVE_ACCESS_BYTES" : n < 0 ? kr_strerror(r) : why);
+			return KR_EINVAL;
+		}
+		if (!opts->token_file && !opts->client_ca_file) {
+			kr_snprintf(err, errlen, "--listen-access-file names identities: it needs "
+				    "--listen-token-file or --listen-client-ca-file");
+			return KR_EINVAL;
+		}
+		s->have_rules = 1;
 	}
 	s->need_auth = s->need_token || opts->client_ca_file;
 	if (!loopback && !s->need_auth && !opts->health_only) {

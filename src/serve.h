@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "auth.h"
+#include "access.h"
 #include "http_server.h"
 #include "kreflect_config.h"
 #include "loop.h"
@@ -35,7 +35,8 @@ struct kr_http_post;
 
 struct kr_serve_opts {
 	const char *listen;            /* 127.0.0.1:PORT, [::1]:PORT, unix:/PATH, or another IP:PORT */
-	const char *token_file;        /* bearer token clients must send; needed off loopback */
+	const char *token_file;        /* bearer token clients must send, or token,user lines (src/access.h) */
+	const char *access_file;       /* what each identity may read (src/access.h); NULL = everything */
 	const char *cert_file;         /* TLS: the server's certificate (chain), PEM; NULL = plain HTTP */
 	const char *key_file;          /* TLS: its key */
 	const char *client_ca_file;    /* TLS: clients may authenticate by a certificate it signed */
@@ -75,7 +76,8 @@ struct kr_serve_conn {
 	struct kr_tls tls;             /* its TLS session when the endpoint has TLS */
 	int tls_slot;                  /* the configuration it was accepted with (kr_serve.tls[]) */
 #endif
-	char user[64];                 /* the verified client certificate's CN, "" = none */
+	char user[KR_ACCESS_USER_MAX]; /* the verified client certificate's CN, "" = none */
+	char who[KR_ACCESS_USER_MAX];  /* the request's identity: that CN or the token's user */
 	/* the list or watch in progress */
 	int res;                       /* reflector index */
 	char ns[64];                   /* "" = every namespace held */
@@ -118,7 +120,12 @@ struct kr_serve {
 	char where[128];               /* the address, for logs and metrics */
 	struct kr_source listener;
 	struct kr_timer tick;          /* bookmarks, watch timeouts */
-	struct kr_auth token;          /* --listen-token-file */
+	struct kr_tokens tokens;       /* --listen-token-file's identities */
+	struct kr_tokens tokens_next;  /* a changed file, parsed before it replaces them */
+	uint32_t tokens_sum;           /* of the file's bytes, to see a change */
+	struct kr_rules rules;         /* --listen-access-file */
+	int have_rules;
+	char file_raw[KR_SERVE_ACCESS_BYTES];  /* either file as read */
 	int need_token;
 	int need_auth;                 /* a token or a client certificate */
 #if KR_WITH_LISTEN_TLS
@@ -141,7 +148,7 @@ struct kr_serve {
 	size_t ring_head, ring_tail;   /* byte offsets: next write, oldest record */
 	uint64_t seq_head, seq_tail;   /* next record's number, oldest record's number */
 	/* counters */
-	unsigned long long accepted, refused, requests, watchers_dropped, watches_started;
+	unsigned long long accepted, refused, requests, watchers_dropped, watches_started, forbidden;
 	unsigned long long responses[6]; /* by first digit of the status, 1xx..5xx */
 	unsigned long long bytes_out;
 };

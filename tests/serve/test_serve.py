@@ -951,6 +951,133 @@ def t_tls_rotation(s):
     check("TLS certificate files changed" in kr.stderr(), "no log line for the rotation")
 
 
+# ---------------------------------------------------------------------------- identities and scope
+
+TOKENS = """# token,user[,uid[,groups]] as the kube-apiserver's --token-auth-file
+tok-a,device-a,1001
+tok-b,device-b
+tok-r,relay-2,3,"site,relays"
+"""
+ACCESS = """# user          namespaces     resources
+device-a        default        configmaps
+relay-2         *              configmaps,secrets
+kreflect-test   default        *
+"""
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@scenario("ServeIdentitiesAndScope", 14)
+def t_identities(s):
+    s.server()
+    s.create("cm-1")
+    s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
+    s.ctl.create("secrets", "default", "s1", data={"k": "dg=="})
+    wd = s.srv.workdir
+    ca = os.path.join(wd, "ca.crt")
+    tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
+    access = write(os.path.join(s.dir, "access"), ACCESS)
+    port = free_port()
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", os.path.join(wd, "server.crt"),
+                    "--listen-key-file", os.path.join(wd, "server.key"), "--listen-client-ca-file", ca,
+                    "--listen-token-file", tokens, "--listen-access-file", access, "--serve-secrets", "-A",
+                    resources=("configmaps", "secrets"), name="relay")
+    kr.wait_synced(2)
+    ctx = tls_ctx(ca)
+    cert = tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key"))
+
+    def expect(path, token, code, msg=None, c=ctx):
+        st, body, _ = tls_get(port, c, path, token)
+        check(st == code, "%s as %s: %d, not %d: %s" % (path, token, st, code, body[:200]))
+        if code != 200:
+            stt = status_of(body)
+            check(stt["code"] == code and stt["reason"] == {401: "Unauthorized", 403: "Forbidden"}[code],
+                  "%s: Status %s" % (path, stt))
+            if msg:
+                check(stt["message"] == msg, "%s as %s: message %r, not %r" % (path, token, stt["message"], msg))
+        return body
+
+    cms = "/api/v1/namespaces/default/configmaps"
+    items = json.loads(expect(cms, "tok-a", 200))["items"]
+    check([o["metadata"]["name"] for o in items] == ["cm-1"], "device-a's list: %s" % items)
+    expect(cms + "/cm-1", "tok-a", 200)
+    expect(cms + "?watch=1&resourceVersion=0&timeoutSeconds=1", "tok-a", 200)
+    expect("/api/v1/configmaps", "tok-a", 403, 'configmaps is forbidden: User "device-a" cannot list resource '
+           '"configmaps" in API group "" at the cluster scope')
+    expect("/api/v1/namespaces/other/configmaps?watch=true", "tok-a", 403, 'configmaps is forbidden: User '
+           '"device-a" cannot watch resource "configmaps" in API group "" in the namespace "other"')
+    expect("/api/v1/namespaces/other/configmaps/cm-o", "tok-a", 403, 'configmaps "cm-o" is forbidden: User '
+           '"device-a" cannot get resource "configmaps" in API group "" in the namespace "other"')
+    expect("/api/v1/namespaces/default/secrets", "tok-a", 403)
+    expect(cms, "tok-b", 403)                               # an identity with no rule reads nothing
+    expect(cms, "tok-unknown", 401)
+    items = json.loads(expect("/api/v1/secrets", "tok-r", 200))["items"]
+    check([o["metadata"]["name"] for o in items] == ["s1"], "relay-2's secrets: %s" % items)
+    items = json.loads(expect("/api/v1/configmaps", "tok-r", 200))["items"]
+    check(sorted(o["metadata"]["name"] for o in items) == ["cm-1", "cm-o"], "relay-2's list: %s" % items)
+    # The client certificate's CN is an identity: "*" resources, but not secrets (they must be named).
+    expect(cms, None, 200, c=cert)
+    expect("/api/v1/namespaces/default/secrets", None, 403, c=cert)
+    expect("/api/v1/namespaces/other/configmaps", None, 403, c=cert)
+    # Discovery and health are for every identity.
+    expect("/api/v1", "tok-b", 200)
+    expect("/healthz", "tok-b", 200)
+    # kubectl shows the Status's message.
+    if os.path.exists(KUBECTL):
+        r = subprocess.run([KUBECTL, "--server", "https://127.0.0.1:%d" % port, "--certificate-authority", ca,
+                            "--token", "tok-a", "get", "configmaps", "-n", "other"],
+                           capture_output=True, text=True, timeout=30, env={"HOME": s.dir, "PATH": "/usr/bin:/bin"})
+        check(r.returncode != 0 and 'Error from server (Forbidden): configmaps is forbidden: User "device-a"'
+              in r.stderr, "kubectl: %s" % r.stderr[-300:])
+    # A new identity in the file works at once; a broken file keeps the ones in use, said once.
+    write(tokens, TOKENS + "tok-c,device-a\n")
+    expect(cms, "tok-c", 200)
+    write(tokens, TOKENS + "tok-c,\n")
+    expect(cms, "tok-c", 200)
+    expect(cms, "tok-c", 200)
+    check(kr.stderr().count("keeping the identities in use") == 1 and "line 5: the user is empty" in kr.stderr(),
+          "the broken token file: %s" % kr.stderr_tail())
+    for t in ("tok-a", "tok-b", "tok-c", "tok-r"):
+        check(t not in kr.stderr(), "a token in the log")
+
+
+@scenario("ServeIdentityFilesRefused", 6)
+def t_identity_files_bad(s):
+    """Bad token and access files: exit 2 and the line that is wrong."""
+    s.server()
+    s.create("cm-1")
+    cases = [
+        ("--listen-token-file", "tok-a,device-a\nbare\n", "line 2: not token,user"),
+        ("--listen-token-file", "tok-a,device-a\ntok-a,device-b\n", "line 2: the same token as an earlier line"),
+        ("--listen-token-file", "# only a comment\n", "no token in the file"),
+        ("--listen-token-file", "tok a,device-a\n", "line 1: the token is empty, quoted, or has a space"),
+        ("--listen-access-file", "device-a default\n", "line 1: not: user namespaces resources"),
+        ("--listen-access-file", "\n\ndevice-a Default configmaps\n", "line 3: namespaces: not"),
+        ("--listen-access-file", "device-a default configmaps,,secrets\n", "line 1: resources: not"),
+    ]
+    tokens = write(os.path.join(s.dir, "good-tokens"), "tok-a,device-a\n")
+    for i, (flag, text, want) in enumerate(cases):
+        f = write(os.path.join(s.dir, "file%d" % i), text)
+        args = ["--listen", "127.0.0.1:%d" % free_port(), flag, f]
+        if flag == "--listen-access-file":
+            args += ["--listen-token-file", tokens]
+        bad = s.kreflect(*args, name="bad%d" % i)
+        check(bad.wait_exit(10) == 2 and want in bad.stderr(), "%r: %s" % (text, bad.stderr_tail()))
+    # The examples beside the relay's README are files it takes.
+    ex = os.path.join(ROOT, "config", "examples", "relay")
+    good = s.kreflect("--listen", "127.0.0.1:%d" % free_port(), "--listen-token-file", os.path.join(ex, "tokens.csv"),
+                      "--listen-access-file", os.path.join(ex, "access"), name="examples")
+    good.wait_synced(1)
+    bad = s.kreflect("--listen", "127.0.0.1:%d" % free_port(), "--listen-access-file",
+                     write(os.path.join(s.dir, "acc"), "a * *\n"), name="noidentities")
+    check(bad.wait_exit(10) == 2 and "needs --listen-token-file or --listen-client-ca-file" in bad.stderr(),
+          bad.stderr_tail())
+
+
 if __name__ == "__main__":
     import atexit
     import signal
