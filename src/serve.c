@@ -415,11 +415,13 @@ static const char *reason_phrase(int code)
 	case 405: return "Method Not Allowed";
 	case 406: return "Not Acceptable";
 	case 410: return "Gone";
+	case 422: return "Unprocessable Entity";
 	case 414: return "URI Too Long";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 505: return "HTTP Version Not Supported";
 	default: return "Unknown";
 	}
@@ -466,7 +468,9 @@ static const char *status_reason(int code)
 	case 405: return "MethodNotAllowed";
 	case 406: return "NotAcceptable";
 	case 410: return "Expired";
+	case 422: return "Invalid";
 	case 503: return "ServiceUnavailable";
+	case 504: return "Timeout";
 	case 500: return "InternalError";
 	default: return "";
 	}
@@ -1480,6 +1484,69 @@ static void chunked_head(struct kr_serve_conn *c)
 
 static void rearm(struct kr_serve *s);
 
+/* -1, 0, 1 as resourceVersion a is older, the same, newer than b; 2 when either is not a number. */
+static int rv_cmp(const char *a, const char *b)
+{
+	size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+	int d;
+
+	if (!la || !lb || a[la] || b[lb] || a[0] == '0' || b[0] == '0')
+		return strcmp(a, b) == 0 ? 0 : 2;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	d = strcmp(a, b);            /* same length: the digits in order */
+	return d < 0 ? -1 : d > 0;
+}
+
+/*
+ * A list's resourceVersion and resourceVersionMatch, as the kube-apiserver
+ * reads them. The mirror holds one state, its newest: "" and "0" get it, so
+ * does NotOlderThan (or no match) of a version it has reached; a newer one
+ * is the apiserver's 504 "Too large resource version" (a reflector then lists
+ * from ""), and Exact of an older one is 410 (no older state is kept).
+ * Returns 1 when the list may go on, 0 when an error was answered.
+ */
+static int list_rv_ok(struct kr_serve_conn *c, int ri, const char *rv)
+{
+	const char *cur = c->srv->res[ri].rv;
+	char m[32];
+	uint64_t seq;
+	size_t pos;
+	int exact, d;
+
+	if (kr_http_server_param(c->req.target, "resourceVersionMatch", m, sizeof(m)) <= 0)
+		m[0] = '\0';
+	exact = strcmp(m, "Exact") == 0;
+	if (m[0] && !exact && strcmp(m, "NotOlderThan") != 0) {
+		respond_status(c, 422, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+			       "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\", \"\"", m);
+		return 0;
+	}
+	if (m[0] && !rv[0]) {
+		respond_status(c, 422, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+			       "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
+		return 0;
+	}
+	if (exact && strcmp(rv, "0") == 0) {
+		respond_status(c, 422, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+			       "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+		return 0;
+	}
+	if (!rv[0] || strcmp(rv, "0") == 0)
+		return 1;
+	d = rv_cmp(rv, cur);
+	if (d == 0 || (d < 0 && !exact))
+		return 1;
+	if (d == 2 && !exact && kr_serve_history_find(c->srv, ri, rv, &seq, &pos))
+		return 1;              /* not numbers, but a version it has passed */
+	if (d > 0 || (d == 2 && !exact)) {
+		respond_status(c, 504, "Too large resource version: %s, current: %s", rv, cur);
+		return 0;
+	}
+	respond_status(c, 410, "too old resource version: %s (%s)", rv, cur);
+	return 0;
+}
+
 static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, const char *name)
 {
 	struct kr_serve *s = c->srv;
@@ -1661,6 +1728,8 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		rearm(s);
 		return;
 	}
+	if (!list_rv_ok(c, ri, rv))
+		return;
 	c->limit = 0;
 	if (kr_http_server_param(t, "limit", num, sizeof(num)) > 0) {
 		c->limit = kr_parse_num(num, 0, LONG_MAX);

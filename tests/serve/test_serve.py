@@ -744,6 +744,42 @@ def t_unix_token(s):
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
 
 
+@scenario("ServeListResourceVersions", 6)
+def t_list_rvs(s):
+    """resourceVersion and resourceVersionMatch on lists, as the kube-apiserver answers them."""
+    s.server()
+    s.create("cm-1")
+    old = s.rv()
+    s.create("cm-2")
+    lo = Local(s)
+    cur = s.rv()
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == cur, 5, "the mirror at the server's version")
+
+    def expect(query, code, reason=None, msg=None):
+        st, _, body = lo.req(NS + query)
+        check(st == code, "%s: %d, not %d: %s" % (query, st, code, body[:200]))
+        if code == 200:
+            lst = json.loads(body)
+            check(lst["metadata"]["resourceVersion"] == cur and len(lst["items"]) == 2, "%s: %s" % (query, lst))
+        else:
+            stt = status_of(body)
+            check(stt["reason"] == reason and stt["code"] == code, "%s: %s" % (query, stt))
+            check(msg is None or msg in stt["message"], "%s: %s" % (query, stt["message"]))
+
+    for q in ("", "?resourceVersion=", "?resourceVersion=0", "?resourceVersion=0&resourceVersionMatch=NotOlderThan",
+              "?resourceVersion=%s" % cur, "?resourceVersion=%s&resourceVersionMatch=Exact" % cur,
+              "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % old, "?resourceVersion=%s" % old):
+        expect(q, 200)
+    expect("?resourceVersion=%s&resourceVersionMatch=Exact" % old, 410, "Expired", "too old resource version")
+    newer = str(int(cur) + 1000)
+    for q in ("?resourceVersion=%s" % newer, "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % newer,
+              "?resourceVersion=%s&resourceVersionMatch=Exact" % newer):
+        expect(q, 504, "Timeout", "Too large resource version: %s, current: %s" % (newer, cur))
+    expect("?resourceVersion=0&resourceVersionMatch=Exact", 422, "Invalid", "forbidden for resourceVersion \"0\"")
+    expect("?resourceVersionMatch=NotOlderThan", 422, "Invalid", "forbidden unless resourceVersion is provided")
+    expect("?resourceVersion=1&resourceVersionMatch=Newest", 422, "Invalid", "Unsupported value: \"Newest\"")
+
+
 # ---------------------------------------------------------------------------- TLS on --listen
 
 def tls_ctx(ca, cert=None, key=None, version=None):
