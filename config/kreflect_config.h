@@ -235,6 +235,16 @@
 #define KR_SERVE_IDENTITIES 256
 #endif
 
+/*
+ * Objects a label-selector watch keeps one bit for (whether it was told the
+ * object matches): KR_SERVE_TRACK_OBJECTS / 8 bytes per connection. Objects
+ * in index slots past it are sent as without tracking (MODIFIED while they
+ * match, never a DELETED for leaving the selector).
+ */
+#ifndef KR_SERVE_TRACK_OBJECTS
+#define KR_SERVE_TRACK_OBJECTS (KR_MAX_OBJECTS < 8 ? 8 : KR_MAX_OBJECTS)
+#endif
+
 /* Changes remembered for watches that resume from a resourceVersion. */
 #ifndef KR_SERVE_HISTORY
 #define KR_SERVE_HISTORY 1024

@@ -1234,11 +1234,83 @@ static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
 		kr_log(KR_LOG_INFO, "local watcher dropped: %s", why);
 }
 
+/* A DELETED event of key[0..keylen) at resourceVersion rv[0..rvlen). 1 when it went out, 0 no room. */
+static int put_deleted(struct kr_serve_conn *c, const char *key, size_t keylen, const char *rv, size_t rvlen)
+{
+	const struct kr_resource *res = &c->srv->top->refl[c->res].res;
+	char gv[320], ev[1024], name[KR_KEY_MAX], ns[KR_KEY_MAX];
+	const char *slash = memchr(key, '/', keylen);
+
+	if (slash) {
+		kr_snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+		kr_snprintf(name, sizeof(name), "%.*s", (int)(keylen - (size_t)(slash - key) - 1), slash + 1);
+	} else {
+		ns[0] = '\0';
+		kr_snprintf(name, sizeof(name), "%.*s", (int)keylen, key);
+	}
+	gv_of(res, gv, sizeof(gv));
+	kr_snprintf(ev, sizeof(ev), "{\"type\":\"DELETED\",\"object\":{\"kind\":\"%s\","
+		    "\"apiVersion\":\"%s\",\"metadata\":{\"name\":\"%s\"%s%s%s,"
+		    "\"resourceVersion\":\"%.*s\"}}}\n", res->kind, gv, name,
+		    ns[0] ? ",\"namespace\":\"" : "", ns, ns[0] ? "\"" : "", (int)rvlen, rv);
+	return put_text_chunk(c, ev) == 0;
+}
+
+static int told(const struct kr_serve_conn *c, int32_t idx)
+{
+	return c->matched[idx / 8] & (1u << (idx % 8));
+}
+
+static void tell(struct kr_serve_conn *c, int32_t idx, int match)
+{
+	if (idx < 0 || idx >= (int32_t)KR_SERVE_TRACK_OBJECTS)
+		return;
+	if (match)
+		c->matched[idx / 8] |= (unsigned char)(1u << (idx % 8));
+	else
+		c->matched[idx / 8] &= (unsigned char)~(1u << (idx % 8));
+}
+
+/*
+ * A change of key on a label-selector watch, as the watch cache sends it: an
+ * object that starts matching is ADDED, one that stops is DELETED, one that
+ * still does is MODIFIED. In a resumed watch's gap (what it saw is unknown)
+ * an object that does not match is DELETED and one that does is MODIFIED.
+ * Returns 1 sent (or nothing to send), 0 no room, < 0 the connection failed.
+ */
+static int tracked_change(struct kr_serve_conn *c, const char *key, size_t keylen, int added, int gap)
+{
+	struct kr_serve *s = c->srv;
+	struct kr_store_view v;
+	int32_t idx = kr_store_index(s->store, c->res, key, keylen);
+	int have = idx >= 0 && kr_store_at(s->store, (uint32_t)idx, &v) && v.held;
+	int now = have && wanted(c, &v), before, r;
+
+	if (gap)
+		before = 1;
+	else if (idx >= 0 && idx < (int32_t)KR_SERVE_TRACK_OBJECTS)
+		before = told(c, idx) != 0;
+	else
+		before = now;          /* untracked: as without a selector's memory */
+	if (now) {
+		r = put_item(c, before && !added ? "{\"type\":\"MODIFIED\",\"object\":"
+						 : "{\"type\":\"ADDED\",\"object\":", &v, "}\n");
+		if (r == 1)
+			tell(c, idx, 1);
+		return r;
+	}
+	if (!before || !have)
+		return 1;              /* never told, or gone (its DELETED record follows) */
+	r = put_deleted(c, key, keylen, v.rv, strlen(v.rv));
+	if (r == 1)
+		tell(c, idx, 0);
+	return r;
+}
+
 static void produce_watch(struct kr_serve_conn *c)
 {
 	struct kr_serve *s = c->srv;
 	struct kr_store_view v;
-	const struct kr_resource *res = &s->top->refl[c->res].res;
 	kr_ms_t now = kr_port_now_ms();
 
 	while (c->initial) {
@@ -1265,6 +1337,8 @@ static void produce_watch(struct kr_serve_conn *c)
 			conn_close(c);
 			return;
 		}
+		if (c->track)
+			tell(c, (int32_t)c->cursor, 1);
 		c->cursor++;
 		if (c->big)
 			return;
@@ -1291,8 +1365,6 @@ static void produce_watch(struct kr_serve_conn *c)
 		if (r.res != c->res || r.type == REC_MARK) {
 			ok = 1;
 		} else if (r.type == REC_DELETED) {
-			char gv[320], ev[1024], name[KR_KEY_MAX], ns[KR_KEY_MAX];
-			const char *slash = memchr(key, '/', r.keylen);
 			struct kr_store_view dv;
 
 			memset(&dv, 0, sizeof(dv));
@@ -1312,21 +1384,15 @@ static void produce_watch(struct kr_serve_conn *c)
 					goto next;
 				}
 			}
-			if (slash) {
-				kr_snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
-				kr_snprintf(name, sizeof(name), "%.*s", (int)(r.keylen - (size_t)(slash - key) - 1),
-					    slash + 1);
-			} else {
-				ns[0] = '\0';
-				kr_snprintf(name, sizeof(name), "%.*s", (int)r.keylen, key);
+			ok = put_deleted(c, key, r.keylen, key + r.keylen, r.rvlen);
+		} else if (c->track) {
+			int w = tracked_change(c, key, r.keylen, r.type == REC_ADDED, c->seq < c->gap_seq);
+
+			if (w < 0) {
+				conn_close(c);
+				return;
 			}
-			gv_of(res, gv, sizeof(gv));
-			kr_snprintf(ev, sizeof(ev), "{\"type\":\"DELETED\",\"object\":{\"kind\":\"%s\","
-				    "\"apiVersion\":\"%s\",\"metadata\":{\"name\":\"%s\"%s%s%s,"
-				    "\"resourceVersion\":\"%.*s\"}}}\n", res->kind, gv, name,
-				    ns[0] ? ",\"namespace\":\"" : "", ns, ns[0] ? "\"" : "",
-				    (int)r.rvlen, key + r.keylen);
-			ok = put_text_chunk(c, ev) == 0;
+			ok = w == 1;
 		} else if (kr_store_get(s->store, c->res, key, r.keylen, &v) && v.held && wanted(c, &v)) {
 			/* The object as it is now: a later change of it follows in the ring anyway. */
 			int w = put_item(c, r.type == REC_ADDED ? "{\"type\":\"ADDED\",\"object\":"
@@ -1483,6 +1549,30 @@ static void chunked_head(struct kr_serve_conn *c)
 }
 
 static void rearm(struct kr_serve *s);
+
+/*
+ * A label-selector watch remembers what it told: nothing yet when it starts
+ * with the initial events; when it resumes, the objects that match now (those
+ * the gap's records do not change were matching at its resourceVersion too).
+ */
+static void track_start(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	struct kr_store_view v;
+	uint32_t i;
+
+	c->track = c->labels[0] != '\0';
+	c->gap_seq = 0;
+	if (!c->track)
+		return;
+	memset(c->matched, 0, sizeof(c->matched));
+	if (c->initial)
+		return;
+	c->gap_seq = s->seq_head;
+	for (i = 0; i < s->store->max_entries && i < KR_SERVE_TRACK_OBJECTS; i++)
+		if (kr_store_at(s->store, i, &v) && v.held && v.res == c->res && wanted(c, &v))
+			tell(c, (int32_t)i, 1);
+}
 
 /* -1, 0, 1 as resourceVersion a is older, the same, newer than b; 2 when either is not a number. */
 static int rv_cmp(const char *a, const char *b)
@@ -1718,6 +1808,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			c->seq = s->seq_head;
 			c->pos = s->ring_head;
 		}
+		track_start(c);
 		chunked_head(c);
 		c->state = KR_SC_WATCHING;
 		c->watch_end = ts > 0 ? kr_port_now_ms() + (kr_ms_t)ts * 1000 : 0;

@@ -94,6 +94,12 @@ struct kr_serve_conn {
 	kr_ms_t watch_end;             /* watch: timeoutSeconds, 0 = none */
 	kr_ms_t bookmark_at;           /* watch: next bookmark */
 	int initial;                   /* watch: synthetic ADDED of the current objects first */
+	/* watch with a label selector: which objects (store index slots) the
+	 * watcher was last told match, so a change in or out of the selector is
+	 * ADDED or DELETED, as the kube-apiserver's watch cache sends it */
+	int track;
+	uint64_t gap_seq;              /* records before this predate the watch (a resume) */
+	unsigned char matched[(KR_SERVE_TRACK_OBJECTS + 7) / 8];
 	/* an object larger than the buffer, sent straight from the arena */
 	char big_key[KR_KEY_MAX];
 	char big_rv[KR_RV_MAX];

@@ -457,6 +457,53 @@ def t_watch(s):
     c.close()
 
 
+@scenario("ServeSelectorWatchTransitions", 8)
+def t_selector_watch(s):
+    """A label-selector watch gets ADDED when an object starts matching, DELETED when it stops (the watch cache's way)."""
+    s.server()
+    lab = lambda n, app, d="v": s.ctl.update("configmaps", "default", n, data={"k": d}, labels={"app": app})  # noqa: E731
+    s.ctl.create("configmaps", "default", "a", data={"k": "v"}, labels={"app": "x"})
+    s.ctl.create("configmaps", "default", "b", data={"k": "v"}, labels={"app": "y"})
+    lo = Local(s)
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+
+    def events(r, n):
+        out = []
+        while len(out) < n:
+            e = next_event(r)
+            if e["type"] != "BOOKMARK":
+                out.append((e["type"], e["object"]["metadata"]["name"]))
+        return out
+
+    c, r = lo.watch("labelSelector=app%3Dx")
+    check(events(r, 1) == [("ADDED", "a")], "initial events")
+    lab("b", "x")                      # starts matching
+    lab("a", "z")                      # stops matching
+    lab("a", "z", "again")             # still out: nothing
+    lab("b", "x", "changed")           # still in
+    s.ctl.delete("configmaps", "default", "b")
+    got = events(r, 4)
+    check(got == [("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")], "transitions: %s" % got)
+    c.close()
+    # A resumed watch: what left the selector in the gap is DELETED, what came in is sent.
+    s.ctl.create("configmaps", "default", "c", data={"k": "v"}, labels={"app": "x"})
+    s.ctl.create("configmaps", "default", "d", data={"k": "v"}, labels={"app": "y"})
+    lst = None
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+    lst = lo.json(NS + "?labelSelector=app%3Dx")
+    check([o["metadata"]["name"] for o in lst["items"]] == ["c"], "list %s" % lst["items"])
+    lab("c", "y")
+    lab("d", "x")
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+    c, r = lo.watch("labelSelector=app%3Dx&resourceVersion=" + lst["metadata"]["resourceVersion"])
+    got = events(r, 2)
+    check(got == [("DELETED", "c"), ("MODIFIED", "d")] or got == [("DELETED", "c"), ("ADDED", "d")],
+          "resumed: %s" % got)
+    lab("c", "x")                      # back in, after the gap: ADDED
+    check(events(r, 1) == [("ADDED", "c")], "back in the selector")
+    c.close()
+
+
 @scenario("ServeSlowWatcherDropped", 15)
 def t_slow(s):
     s.server("--bookmark-interval", "0")
