@@ -138,8 +138,10 @@ struct kr_pollfd {
 	short got;                     /* set by kr_port_poll */
 };
 
-/* Most descriptors one kr_port_poll call takes. */
+/* Most descriptors one kr_port_poll call takes (a relay for 500 watchers: -DKR_PORT_POLL_MAX=1024). */
+#ifndef KR_PORT_POLL_MAX
 #define KR_PORT_POLL_MAX 256
+#endif
 
 /*
  * Waits until a descriptor is ready or timeout_ms passes (-1 = forever).
