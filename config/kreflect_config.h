@@ -141,8 +141,9 @@
  * TLS on --listen (--listen-cert-file): the server side of mbedTLS, in the
  * same heap. Each local TLS session holds a 16 KiB input record buffer, a
  * 4 KiB output one and its keys, and briefly its handshake: KR_SERVE_TLS_PER_CONN
- * each, for at most KR_SERVE_TLS_CONNS sessions at once (more are refused
- * with a log line, so the upstream connections keep their part of the heap).
+ * each, for at most KR_SERVE_TLS_CONNS sessions at once, and one more that
+ * answers a 503 Status; more are closed with a log line, so the upstream
+ * connections keep their part of the heap.
  * Off with the endpoint (WITHOUT=listen) or alone (WITHOUT=listen_tls).
  */
 #ifndef KR_WITH_LISTEN_TLS
@@ -160,7 +161,7 @@
 #endif
 #ifndef KR_TLS_HEAP_SIZE
 #define KR_TLS_HEAP_SIZE (KR_TLS_HEAP_PER_CONN * KR_MAX_CONNS + 64u * 1024u + \
-			  (KR_WITH_LISTEN_TLS ? KR_SERVE_TLS_CONNS * KR_SERVE_TLS_PER_CONN : 0u))
+			  (KR_WITH_LISTEN_TLS ? (KR_SERVE_TLS_CONNS + 1) * KR_SERVE_TLS_PER_CONN : 0u))
 #endif
 
 /* Largest PEM file (CA bundle, client certificate or key) we read. */

@@ -2101,6 +2101,18 @@ static int handshake(struct kr_serve_conn *c)
 	s->tls_handshakes++;
 	c->state = KR_SC_READING;
 	c->src.want = KR_POLL_IN;
+	if (c->tls_over) {
+		/* The session past KR_SERVE_TLS_CONNS: a Status the client can read, then the close. */
+		kr_log(KR_LOG_WARN, "listen: TLS connection refused: all KR_SERVE_TLS_CONNS sessions "
+		       "are in use (answered 503)");
+		c->keep_alive = 0;
+		c->head_only = 0;
+		s->tls_refused++;
+		s->refused++;
+		respond_status(c, 503, "too many TLS sessions at once (KR_SERVE_TLS_CONNS)");
+		pump(c);
+		return 0;
+	}
 	return 1;
 }
 #endif
@@ -2191,7 +2203,8 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 #if KR_WITH_LISTEN_TLS
 		if (s->tls_on) {
 			tls_recheck(s);
-			if (s->tls_sessions >= KR_SERVE_TLS_CONNS) {
+			/* One session more is kept to say 503 in a Status; past it, a close. */
+			if (s->tls_sessions > KR_SERVE_TLS_CONNS) {
 				tls_refuse(s, fd, "all KR_SERVE_TLS_CONNS sessions are in use");
 				continue;
 			}
@@ -2201,6 +2214,12 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 			if (s->conns[i].state == KR_SC_FREE)
 				break;
 		if (i == s->nconns) {
+#if KR_WITH_LISTEN_TLS
+			if (s->tls_on) {       /* plain bytes would mean nothing to a TLS client */
+				tls_refuse(s, fd, "all --listen-max-conns connections are in use");
+				continue;
+			}
+#endif
 			refuse(s, fd);
 			continue;
 		}
@@ -2225,7 +2244,7 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 				}
 				c->tls_slot = s->tls_cur;
 				s->tls_users[c->tls_slot]++;
-				s->tls_sessions++;
+				c->tls_over = s->tls_sessions++ == KR_SERVE_TLS_CONNS;
 				c->state = KR_SC_HANDSHAKE;
 			}
 #endif

@@ -75,6 +75,7 @@ struct kr_serve_conn {
 #if KR_WITH_LISTEN_TLS
 	struct kr_tls tls;             /* its TLS session when the endpoint has TLS */
 	int tls_slot;                  /* the configuration it was accepted with (kr_serve.tls[]) */
+	int tls_over;                  /* the one session past KR_SERVE_TLS_CONNS: answered 503 */
 #endif
 	char user[KR_ACCESS_USER_MAX]; /* the verified client certificate's CN, "" = none */
 	char who[KR_ACCESS_USER_MAX];  /* the request's identity: that CN or the token's user */

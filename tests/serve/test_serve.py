@@ -843,8 +843,9 @@ def tls_get(port, ctx, path, token=None, timeout=10):
     c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
     try:
         c.request("GET", path, headers={"Authorization": "Bearer " + token} if token else {})
+        version = c.sock.version()
         r = c.getresponse()
-        return r.status, r.read(), c.sock.version()
+        return r.status, r.read(), version
     finally:
         c.close()
 
@@ -968,16 +969,24 @@ def t_tls_bound(s):
         for _ in range(n):
             socks.append(tls_ctx(ca).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
                                                  server_hostname="127.0.0.1"))
+        # The next one is answered with the apiserver's 503 Status over TLS, as a client can read it...
+        st, body, _ = tls_get(port, tls_ctx(ca), "/healthz", tok)
+        check(st == 503 and status_of(body)["reason"] == "ServiceUnavailable" and "KR_SERVE_TLS_CONNS"
+              in status_of(body)["message"], "session %d: %d %s" % (n + 1, st, body[:200]))
+        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use (answered 503)"
+                   in kr.stderr(), 5, "the refusal's log line")
+        # ...and while that one is taken (a client that never finishes its handshake), one more is
+        # closed (no memory for a Status), with a line.
+        held = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.3)
         try:
-            c = tls_ctx(ca).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
-                                        server_hostname="127.0.0.1")
-            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
-            got = c.recv(100)
-            check(not got, "session %d was served: %r" % (n + 1, got[:40]))
-        except (ssl.SSLError, ConnectionError):
+            got = tls_get(port, tls_ctx(ca), "/healthz", tok, timeout=5)
+            check(False, "session %d was answered: %s" % (n + 2, got[:2]))
+        except (ssl.SSLError, ConnectionError, http.client.HTTPException):
             pass
-        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use" in kr.stderr(), 5,
-                   "the refusal's log line")
+        held.close()
+        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use\n" in kr.stderr(), 5,
+                   "the close's log line")
         # The open sessions still work.
         socks[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
         check(socks[0].recv(100).startswith(b"HTTP/1.1 200"), "an open session stopped working")
