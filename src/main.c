@@ -650,15 +650,15 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (!*v)
 				return usage_error("--listen-token-file needs a file%s", "");
 			o->serve.token_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--listen-cert-file", NULL))) {
-			o->serve.cert_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--listen-key-file", NULL))) {
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-cert-file", NULL))) {
+			o->serve.cert_file = v;      /* a build without the endpoint: unknown flags */
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-key-file", NULL))) {
 			o->serve.key_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--listen-client-ca-file", NULL))) {
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-client-ca-file", NULL))) {
 			o->serve.client_ca_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--listen-access-file", NULL))) {
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-access-file", NULL))) {
 			o->serve.access_file = v;
-		} else if (strcmp(a, "--listen-insecure") == 0) {
+		} else if (KR_WITH_LISTEN && strcmp(a, "--listen-insecure") == 0) {
 			o->serve.insecure = 1;
 		} else if ((v = value_of(argc, argv, &i, "--listen-max-conns", NULL))) {
 			long n = kr_parse_num(v, 1, KR_SERVE_MAX_CONNS);
@@ -1102,9 +1102,7 @@ int main(int argc, char **argv)
 	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets ||
 		   o.serve.health_only || o.serve.cert_file || o.serve.key_file ||
 		   o.serve.client_ca_file || o.serve.insecure || o.serve.access_file) {
-		return usage_error("--listen-token-file, --listen-cert-file, --listen-key-file, "
-				   "--listen-client-ca-file, --listen-access-file, --listen-insecure, --listen-max-conns, "
-				   "--serve-secrets and --listen-health-only need --listen%s", "");
+		return usage_error("the --listen-* flags and --serve-secrets need --listen%s", "");
 	}
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));
