@@ -91,7 +91,7 @@ else
 $(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
 endif
 
-# Smaller builds (config/README.md "Leaving features out"). WITHOUT="listen sidecar state
+# Smaller builds (config/README.md "Leaving features out"). WITHOUT="listen listen_tls sidecar state
 # proxy discovery hooks dir kubeconfig dns full_help gzip" leaves those features out
 # (config/kreflect_config.h's KR_WITH_*: their flags then say "not built in"); PROFILE=tiny
 # is the gateway build: TLS 1.3 only with ECDSA P-256, X25519 and one AEAD
@@ -123,11 +123,13 @@ else ifneq ($(strip $(WITHOUT)),)
 PROFILE_DIR := -without-$(subst $() ,-,$(sort $(strip $(WITHOUT))))
 endif
 MBEDTLS_CONFIG ?= config/mbedtls_config.h
-KR_FEATURES := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
+KR_FEATURES := listen listen_tls sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
 ifneq ($(filter-out $(KR_FEATURES),$(WITHOUT)),)
 $(error WITHOUT: unknown feature $(filter-out $(KR_FEATURES),$(WITHOUT)): use $(KR_FEATURES))
 endif
 PROFILE_CPPFLAGS += $(foreach f,$(WITHOUT),-DKR_WITH_$(shell echo $(f) | tr a-z A-Z)=0)
+# mbedTLS's server side is built only with TLS on --listen (config/mbedtls_config.h).
+LISTEN_TLS_CPPFLAGS := $(if $(filter listen listen_tls,$(WITHOUT)),-DKR_WITH_LISTEN_TLS=0)
 
 # Another port changes every object: its builds get their own directory.
 ifeq ($(PORT),posix)
@@ -141,7 +143,7 @@ STRIP := $(CROSS_COMPILE)strip
 SIZE := $(CROSS_COMPILE)size
 
 MBEDTLS_CPPFLAGS := -isystem $(MBEDTLS_DIR)/include \
-	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/$(MBEDTLS_CONFIG)"' \
+	-DMBEDTLS_CONFIG_FILE='"$(CURDIR)/$(MBEDTLS_CONFIG)"' $(LISTEN_TLS_CPPFLAGS) \
 	-I$(CURDIR)/port/crypto
 # No unwind tables: C needs none, and they are a tenth of the binary.
 OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables
@@ -221,7 +223,9 @@ FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 
 # mbedTLS depends only on the target and its config, not on O or our flags:
 # variant builds (O=..., EXTRA_CPPFLAGS=...) share it instead of recompiling it.
-MBEDTLS_O := build/$(TARGET)$(if $(filter tiny,$(PROFILE)),-tiny)/mbedtls
+# Builds without TLS on --listen have their own, without the server side: the
+# shared one is not rebuilt back and forth.
+MBEDTLS_O := build/$(TARGET)$(if $(filter tiny,$(PROFILE)),-tiny,$(if $(LISTEN_TLS_CPPFLAGS),-no-tls-server))/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
 # The shared library (not for asan/fuzz, whose objects are not position-independent

@@ -142,8 +142,31 @@
 #ifndef KR_TLS_HEAP_PER_CONN
 #define KR_TLS_HEAP_PER_CONN (48u * 1024u)
 #endif
+/*
+ * TLS on --listen (--listen-cert-file): the server side of mbedTLS, in the
+ * same heap. Each local TLS session holds a 16 KiB input record buffer, a
+ * 4 KiB output one and its keys, and briefly its handshake: KR_SERVE_TLS_PER_CONN
+ * each, for at most KR_SERVE_TLS_CONNS sessions at once, and one more that
+ * answers a 503 Status; more are closed with a log line, so the upstream
+ * connections keep their part of the heap.
+ * Off with the endpoint (WITHOUT=listen) or alone (WITHOUT=listen_tls).
+ */
+#ifndef KR_WITH_LISTEN_TLS
+#if defined(KR_WITH_LISTEN) && !KR_WITH_LISTEN
+#define KR_WITH_LISTEN_TLS 0
+#else
+#define KR_WITH_LISTEN_TLS 1
+#endif
+#endif
+#ifndef KR_SERVE_TLS_CONNS
+#define KR_SERVE_TLS_CONNS 16
+#endif
+#ifndef KR_SERVE_TLS_PER_CONN
+#define KR_SERVE_TLS_PER_CONN 40960     /* 40 KiB */
+#endif
 #ifndef KR_TLS_HEAP_SIZE
-#define KR_TLS_HEAP_SIZE (KR_TLS_HEAP_PER_CONN * KR_MAX_CONNS + 64u * 1024u)
+#define KR_TLS_HEAP_SIZE (KR_TLS_HEAP_PER_CONN * KR_MAX_CONNS + 64u * 1024u + \
+			  (KR_WITH_LISTEN_TLS ? (KR_SERVE_TLS_CONNS + 1) * KR_SERVE_TLS_PER_CONN : 0u))
 #endif
 
 /* Largest PEM file (CA bundle, client certificate or key) we read. */
@@ -206,11 +229,36 @@
 #define KR_SERVE_TARGET_MAX 2048
 #endif
 
+/*
+ * Identities and rules of the endpoint (src/access.h): the token file's and
+ * the access file's parsed copies, KR_SERVE_ACCESS_BYTES each, of at most
+ * KR_SERVE_IDENTITIES lines each.
+ */
+#ifndef KR_SERVE_ACCESS_BYTES
+#define KR_SERVE_ACCESS_BYTES 16384
+#endif
+#ifndef KR_SERVE_IDENTITIES
+#define KR_SERVE_IDENTITIES 256
+#endif
+
+/*
+ * Objects a label-selector watch keeps one bit for (whether it was told the
+ * object matches): KR_SERVE_TRACK_OBJECTS / 8 bytes per connection. Objects
+ * in index slots past it are sent as without tracking (MODIFIED while they
+ * match, never a DELETED for leaving the selector).
+ */
+#ifndef KR_SERVE_TRACK_OBJECTS
+#define KR_SERVE_TRACK_OBJECTS (KR_MAX_OBJECTS < 8 ? 8 : KR_MAX_OBJECTS)
+#endif
+
 /* Changes remembered for watches that resume from a resourceVersion. */
 #ifndef KR_SERVE_HISTORY
 #define KR_SERVE_HISTORY 1024
 #endif
 
+#if KR_WITH_LISTEN_TLS && (KR_SERVE_TLS_CONNS < 1 || KR_SERVE_TLS_CONNS > KR_SERVE_MAX_CONNS)
+#error "KR_SERVE_TLS_CONNS must be 1 to KR_SERVE_MAX_CONNS"
+#endif
 #if KR_SERVE_MAX_CONNS < 1
 #error "KR_SERVE_MAX_CONNS must be at least 1"
 #endif
@@ -232,6 +280,7 @@
 #ifndef KR_WITH_LISTEN
 #define KR_WITH_LISTEN 1       /* --listen, kr_client_listen: the local endpoint */
 #endif
+/* KR_WITH_LISTEN_TLS (TLS on --listen, the mbedTLS server side) is set with the TLS heap above. */
 #ifndef KR_WITH_SIDECAR
 #define KR_WITH_SIDECAR 1      /* --k8s-sidecar: configuration from k8s-sidecar's environment */
 #endif

@@ -2,7 +2,7 @@
  * mbedTLS 3.6 configuration for kreflect: a TLS client and nothing more.
  *
  * What a Kubernetes API server needs from its clients, and no more:
- *   - TLS 1.3 and TLS 1.2, client side only (no server, no DTLS, no renegotiation);
+ *   - TLS 1.3 and TLS 1.2, client side, and the server side for --listen (no DTLS, no renegotiation);
  *   - ECDHE on X25519, P-256 and P-384;
  *   - server certificates signed with RSA 2048-4096 (kubeadm) or ECDSA P-256/P-384 (k3s);
  *   - AES-128/256-GCM and ChaCha20-Poly1305 with SHA-256/384;
@@ -119,9 +119,14 @@ int kr_snprintf(char *buf, size_t size, const char *fmt, ...);
 #define MBEDTLS_X509_CRT_PARSE_C
 #define MBEDTLS_X509_RSASSA_PSS_SUPPORT /* TLS 1.3 signs with RSA-PSS */
 
-/* TLS: client only, 1.2 and 1.3. */
+/* TLS 1.2 and 1.3. */
 #define MBEDTLS_SSL_TLS_C
 #define MBEDTLS_SSL_CLI_C
+/* The server side, for TLS on --listen (kreflect serving kreflect). The build
+ * passes -DKR_WITH_LISTEN_TLS=0 here too when WITHOUT= leaves it out. */
+#if !defined(KR_WITH_LISTEN_TLS) || KR_WITH_LISTEN_TLS
+#define MBEDTLS_SSL_SRV_C
+#endif
 #define MBEDTLS_SSL_PROTO_TLS1_2
 #define MBEDTLS_SSL_PROTO_TLS1_3
 #define MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE

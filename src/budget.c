@@ -21,6 +21,11 @@ static size_t index_bytes(size_t objects)
 	return objects * sizeof(struct kr_entry) + b * sizeof(int32_t);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* The TLS heap's part for sessions on --listen (config/kreflect_config.h). */
+#define LISTEN_TLS_BYTES (KR_WITH_LISTEN_TLS ? ((size_t)KR_SERVE_TLS_CONNS + 1) * KR_SERVE_TLS_PER_CONN : 0u)
+
 size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects, size_t arena)
 {
 	const struct kr_budget_item all[] = {
@@ -31,8 +36,13 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "client", kr_client_struct_size(), 1,
 		  "per resource: connection, read buffer, HTTP and JSON state; tokens, loop, TLS, the gzip\n"
 		  "                           inflater, the --state-dir buffer" },
-		{ "tls-heap", KR_TLS_HEAP_SIZE, 0,
+		{ "tls-heap", KR_TLS_HEAP_SIZE - LISTEN_TLS_BYTES, 0,
 		  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
+		{ "listen-tls", LISTEN_TLS_BYTES ? LISTEN_TLS_BYTES + KR_PEM_MAX : 0, 0,
+		  "TLS on --listen: the mbedTLS heap's part, " STR(KR_SERVE_TLS_CONNS) " sessions and one that answers\n"
+		  "                           503, of " STR(KR_SERVE_TLS_PER_CONN) " bytes each (records 16+4 KiB, keys, a handshake),\n"
+		  "                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
+		  "                           RAM only if used" },
 		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },
 		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 0, "--exec/--signal: command words, changed keys" },
 		{ "http-post", (KR_WITH_HOOKS ? sizeof(struct kr_http_post) : 0), 0,

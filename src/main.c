@@ -186,9 +186,17 @@ static const char usage[] =
 	"  --listen ADDR                  serve /healthz, /readyz, /metrics and a read-only\n"
 	"                                 Kubernetes API of the mirror (kubectl --server) on\n"
 	"                                 127.0.0.1:PORT, [::1]:PORT or unix:/PATH (mode 0600);\n"
-	"                                 another IP:PORT only with --listen-token-file\n"
+	"                                 another IP:PORT only with a token or client CA, and\n"
+	"                                 TLS or --listen-insecure\n"
 	"  --listen-token-file PATH       clients must send Authorization: Bearer <the file's\n"
-	"                                 token> (re-read when it changes; constant-time compare)\n"
+	"                                 token>, or of one of its token,user lines (re-read when\n"
+	"                                 it changes; constant-time compare)\n"
+	"  --listen-access-file PATH      what each user may read: lines of 'USER NAMESPACES\n"
+	"                                 RESOURCES' (comma lists or *; secrets only if named)\n"
+	"  --listen-cert-file PATH        serve TLS 1.2/1.3 with this certificate (chain, PEM)\n"
+	"  --listen-key-file PATH         and its key (both re-read when they change)\n"
+	"  --listen-client-ca-file PATH   clients may authenticate by a certificate it signed\n"
+	"  --listen-insecure              allow a non-loopback address without TLS (logged)\n"
 	"  --listen-max-conns N           local connections at once (default and most: "
 	KR_STR(KR_SERVE_MAX_CONNS) ")\n"
 	"  --serve-secrets                serve mirrored Secrets too (403 otherwise)\n"
@@ -645,6 +653,16 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (!*v)
 				return usage_error("--listen-token-file needs a file%s", "");
 			o->serve.token_file = v;
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-cert-file", NULL))) {
+			o->serve.cert_file = v;      /* a build without the endpoint: unknown flags */
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-key-file", NULL))) {
+			o->serve.key_file = v;
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-client-ca-file", NULL))) {
+			o->serve.client_ca_file = v;
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-access-file", NULL))) {
+			o->serve.access_file = v;
+		} else if (KR_WITH_LISTEN && strcmp(a, "--listen-insecure") == 0) {
+			o->serve.insecure = 1;
 		} else if ((v = value_of(argc, argv, &i, "--listen-max-conns", NULL))) {
 			long n = kr_parse_num(v, 1, KR_SERVE_MAX_CONNS);
 
@@ -1094,13 +1112,17 @@ int main(int argc, char **argv)
 		} else {
 			const struct kr_serve *sv = (const struct kr_serve *)(const void *)serve_mem;
 
-			kr_log(KR_LOG_INFO, "serving %s on %s%s", o.serve.health_only ? "health checks"
-			       : "the mirror", sv->where, sv->need_token ? " (bearer token required)" : "");
+			kr_log(KR_LOG_INFO, "serving %s on %s%s%s", o.serve.health_only ? "health checks"
+			       : "the mirror", sv->where, o.serve.cert_file ? " over TLS" : "",
+			       sv->need_token ? " (bearer token required)" : "");
+			if (o.serve.insecure && !o.serve.cert_file)
+				kr_log(KR_LOG_WARN, "--listen-insecure: %s is served without TLS: tokens and "
+				       "objects cross the network in clear", sv->where);
 		}
 	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets ||
-		   o.serve.health_only) {
-		return usage_error("--listen-token-file, --listen-max-conns, --serve-secrets and "
-				   "--listen-health-only need --listen%s", "");
+		   o.serve.health_only || o.serve.cert_file || o.serve.key_file ||
+		   o.serve.client_ca_file || o.serve.insecure || o.serve.access_file) {
+		return usage_error("the --listen-* flags and --serve-secrets need --listen%s", "");
 	}
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));

@@ -11,7 +11,9 @@
 #include "kreflect.h"
 #include "log.h"
 #include "notify.h"
+#include "access.h"
 #include "port.h"
+#include "state.h"
 
 
 #define STATUS_MAX 1024                /* a Status or small JSON document */
@@ -237,6 +239,124 @@ static int put_text_chunk(struct kr_serve_conn *c, const char *text)
 	return put_chunk(c, &text, &len, 1);
 }
 
+/* --- TLS on the endpoint ------------------------------------------------------------ */
+
+#if KR_WITH_LISTEN_TLS
+/* The certificate, key and client CA files, read one after the other. */
+static unsigned char tls_pem[KR_PEM_MAX];
+/* How often the files are looked at for a rotation (at an accept). */
+#define TLS_RECHECK_MS 10000
+
+/* Reads one file into tls_pem at *used, NUL-terminated. Returns its length or a KR_E code. */
+static long pem_read(const char *path, size_t *used)
+{
+	long n;
+
+	if (!path)
+		return 0;
+	if (*used + 1 >= sizeof(tls_pem))
+		return KR_ETOOBIG;
+	n = kr_port_read_file(path, tls_pem + *used, sizeof(tls_pem) - *used - 1);
+	if (n < 0)
+		return n;
+	tls_pem[*used + (size_t)n] = '\0';
+	*used += (size_t)n + 1;
+	return n;
+}
+
+/*
+ * Reads the files and, when their contents differ from sum (or force),
+ * sets up tls[slot] from them. Returns 1 set up, 0 unchanged, < 0 failed
+ * with the reason in err.
+ */
+static int tls_load(struct kr_serve *s, int slot, int force, char *err, size_t errlen)
+{
+	const struct kr_serve_opts *o = &s->opts;
+	const char *paths[3] = { o->cert_file, o->key_file, o->client_ca_file };
+	long len[3];
+	size_t used = 0, at[3];
+	struct kr_tls_opts to;
+	uint32_t sum;
+	int i, r;
+
+	for (i = 0; i < 3; i++) {
+		at[i] = used;
+		len[i] = pem_read(paths[i], &used);
+		if (len[i] < 0) {
+			kr_snprintf(err, errlen, "unable to read %s: %s", paths[i],
+				    len[i] == KR_ETOOBIG ? "larger than KR_PEM_MAX" : kr_strerror((int)len[i]));
+			return (int)len[i];
+		}
+	}
+	sum = kr_state_crc32(0, tls_pem, used);
+	if (!force && sum == s->tls_sum)
+		return 0;
+	memset(&to, 0, sizeof(to));
+	to.cert = tls_pem + at[0];
+	to.cert_len = (size_t)len[0];
+	to.key = tls_pem + at[1];
+	to.key_len = (size_t)len[1];
+	to.ca = len[2] > 0 ? tls_pem + at[2] : NULL;
+	to.ca_len = (size_t)len[2];
+	if (o->client_ca_file && len[2] == 0) {
+		kr_snprintf(err, errlen, "the client CA file %s is empty", o->client_ca_file);
+		r = KR_EINVAL;
+	} else {
+		r = kr_tls_ctx_setup_server(&s->tls[slot], &to, err, errlen);
+	}
+	s->tls_sum = sum;              /* a bad rotation is reported once, not at every accept */
+	kr_port_zero(tls_pem, used);   /* the key does not stay in this buffer */
+	return r < 0 ? r : 1;
+}
+
+/* At most every TLS_RECHECK_MS: new files take effect for the connections after. */
+static void tls_recheck(struct kr_serve *s)
+{
+	kr_ms_t now = kr_port_now_ms();
+	char err[256];
+	int other = 1 - s->tls_cur, r;
+
+	if (now - s->tls_checked < TLS_RECHECK_MS || s->tls_users[other] > 0)
+		return;                /* too soon, or sessions still use the other slot */
+	s->tls_checked = now;
+	r = tls_load(s, other, 0, err, sizeof(err));
+	if (r < 0) {
+		kr_log(KR_LOG_WARN, "listen: keeping the TLS certificate in use: %s", err);
+	} else if (r > 0) {
+		s->tls_cur = other;
+		s->tls_reloads++;
+		kr_log(KR_LOG_INFO, "listen: TLS certificate files changed: new connections use them");
+	}
+}
+
+/* A session could not start: a clear line, and the socket closed (no memory for a Status). */
+static void tls_refuse(struct kr_serve *s, int fd, const char *why)
+{
+	kr_log(KR_LOG_WARN, "listen: TLS connection refused: %s", why);
+	kr_port_close(fd);
+	s->tls_refused++;
+	s->refused++;
+}
+#endif
+
+static long conn_send(struct kr_serve_conn *c, const void *buf, size_t len)
+{
+#if KR_WITH_LISTEN_TLS
+	if (c->srv->tls_on)
+		return kr_tls_write(&c->tls, buf, len);
+#endif
+	return kr_port_send(c->src.fd, buf, len);
+}
+
+static long conn_recv(struct kr_serve_conn *c, void *buf, size_t len)
+{
+#if KR_WITH_LISTEN_TLS
+	if (c->srv->tls_on)
+		return kr_tls_read(&c->tls, buf, len);
+#endif
+	return kr_port_recv(c->src.fd, buf, len);
+}
+
 static void conn_close(struct kr_serve_conn *c)
 {
 	struct kr_serve *s = c->srv;
@@ -244,6 +364,13 @@ static void conn_close(struct kr_serve_conn *c)
 	if (c->state == KR_SC_FREE)
 		return;
 	kr_loop_remove(s->loop, &c->src);
+#if KR_WITH_LISTEN_TLS
+	if (s->tls_on) {
+		kr_tls_free(&c->tls);  /* close_notify, best effort, and its memory back */
+		s->tls_sessions--;
+		s->tls_users[c->tls_slot]--;
+	}
+#endif
 	{
 		/* Unread request bytes would turn the close into a reset that can
 		 * destroy the answer still in flight: read what is there first. */
@@ -262,7 +389,7 @@ static void conn_close(struct kr_serve_conn *c)
 static int flush(struct kr_serve_conn *c)
 {
 	while (c->out_off < c->out_len) {
-		long n = kr_port_send(c->src.fd, c->out + c->out_off, c->out_len - c->out_off);
+		long n = conn_send(c, c->out + c->out_off, c->out_len - c->out_off);
 
 		if (n == KR_IO_WAIT)
 			return 0;
@@ -288,11 +415,13 @@ static const char *reason_phrase(int code)
 	case 405: return "Method Not Allowed";
 	case 406: return "Not Acceptable";
 	case 410: return "Gone";
+	case 422: return "Unprocessable Entity";
 	case 414: return "URI Too Long";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 505: return "HTTP Version Not Supported";
 	default: return "Unknown";
 	}
@@ -339,7 +468,9 @@ static const char *status_reason(int code)
 	case 405: return "MethodNotAllowed";
 	case 406: return "NotAcceptable";
 	case 410: return "Expired";
+	case 422: return "Invalid";
 	case 503: return "ServiceUnavailable";
+	case 504: return "Timeout";
 	case 500: return "InternalError";
 	default: return "";
 	}
@@ -1016,7 +1147,7 @@ static int send_big(struct kr_serve_conn *c)
 			conn_close(c);
 			return KR_ECLOSED;
 		}
-		n = kr_port_send(c->src.fd, v.obj + c->big_off, c->big_len - c->big_off);
+		n = conn_send(c, v.obj + c->big_off, c->big_len - c->big_off);
 		if (n == KR_IO_WAIT)
 			return 0;
 		if (n <= 0) {
@@ -1129,11 +1260,83 @@ static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
 		kr_log(KR_LOG_INFO, "local watcher dropped: %s", why);
 }
 
+/* A DELETED event of key[0..keylen) at resourceVersion rv[0..rvlen). 1 when it went out, 0 no room. */
+static int put_deleted(struct kr_serve_conn *c, const char *key, size_t keylen, const char *rv, size_t rvlen)
+{
+	const struct kr_resource *res = &c->srv->top->refl[c->res].res;
+	char gv[320], ev[1024], name[KR_KEY_MAX], ns[KR_KEY_MAX];
+	const char *slash = memchr(key, '/', keylen);
+
+	if (slash) {
+		kr_snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+		kr_snprintf(name, sizeof(name), "%.*s", (int)(keylen - (size_t)(slash - key) - 1), slash + 1);
+	} else {
+		ns[0] = '\0';
+		kr_snprintf(name, sizeof(name), "%.*s", (int)keylen, key);
+	}
+	gv_of(res, gv, sizeof(gv));
+	kr_snprintf(ev, sizeof(ev), "{\"type\":\"DELETED\",\"object\":{\"kind\":\"%s\","
+		    "\"apiVersion\":\"%s\",\"metadata\":{\"name\":\"%s\"%s%s%s,"
+		    "\"resourceVersion\":\"%.*s\"}}}\n", res->kind, gv, name,
+		    ns[0] ? ",\"namespace\":\"" : "", ns, ns[0] ? "\"" : "", (int)rvlen, rv);
+	return put_text_chunk(c, ev) == 0;
+}
+
+static int told(const struct kr_serve_conn *c, int32_t idx)
+{
+	return c->matched[idx / 8] & (1u << (idx % 8));
+}
+
+static void tell(struct kr_serve_conn *c, int32_t idx, int match)
+{
+	if (idx < 0 || idx >= (int32_t)KR_SERVE_TRACK_OBJECTS)
+		return;
+	if (match)
+		c->matched[idx / 8] |= (unsigned char)(1u << (idx % 8));
+	else
+		c->matched[idx / 8] &= (unsigned char)~(1u << (idx % 8));
+}
+
+/*
+ * A change of key on a label-selector watch, as the watch cache sends it: an
+ * object that starts matching is ADDED, one that stops is DELETED, one that
+ * still does is MODIFIED. In a resumed watch's gap (what it saw is unknown)
+ * an object that does not match is DELETED and one that does is MODIFIED.
+ * Returns 1 sent (or nothing to send), 0 no room, < 0 the connection failed.
+ */
+static int tracked_change(struct kr_serve_conn *c, const char *key, size_t keylen, int added, int gap)
+{
+	struct kr_serve *s = c->srv;
+	struct kr_store_view v;
+	int32_t idx = kr_store_index(s->store, c->res, key, keylen);
+	int have = idx >= 0 && kr_store_at(s->store, (uint32_t)idx, &v) && v.held;
+	int now = have && wanted(c, &v), before, r;
+
+	if (gap)
+		before = 1;
+	else if (idx >= 0 && idx < (int32_t)KR_SERVE_TRACK_OBJECTS)
+		before = told(c, idx) != 0;
+	else
+		before = now;          /* untracked: as without a selector's memory */
+	if (now) {
+		r = put_item(c, before && !added ? "{\"type\":\"MODIFIED\",\"object\":"
+						 : "{\"type\":\"ADDED\",\"object\":", &v, "}\n");
+		if (r == 1)
+			tell(c, idx, 1);
+		return r;
+	}
+	if (!before || !have)
+		return 1;              /* never told, or gone (its DELETED record follows) */
+	r = put_deleted(c, key, keylen, v.rv, strlen(v.rv));
+	if (r == 1)
+		tell(c, idx, 0);
+	return r;
+}
+
 static void produce_watch(struct kr_serve_conn *c)
 {
 	struct kr_serve *s = c->srv;
 	struct kr_store_view v;
-	const struct kr_resource *res = &s->top->refl[c->res].res;
 	kr_ms_t now = kr_port_now_ms();
 
 	while (c->initial) {
@@ -1160,6 +1363,8 @@ static void produce_watch(struct kr_serve_conn *c)
 			conn_close(c);
 			return;
 		}
+		if (c->track)
+			tell(c, (int32_t)c->cursor, 1);
 		c->cursor++;
 		if (c->big)
 			return;
@@ -1186,8 +1391,6 @@ static void produce_watch(struct kr_serve_conn *c)
 		if (r.res != c->res || r.type == REC_MARK) {
 			ok = 1;
 		} else if (r.type == REC_DELETED) {
-			char gv[320], ev[1024], name[KR_KEY_MAX], ns[KR_KEY_MAX];
-			const char *slash = memchr(key, '/', r.keylen);
 			struct kr_store_view dv;
 
 			memset(&dv, 0, sizeof(dv));
@@ -1207,21 +1410,15 @@ static void produce_watch(struct kr_serve_conn *c)
 					goto next;
 				}
 			}
-			if (slash) {
-				kr_snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
-				kr_snprintf(name, sizeof(name), "%.*s", (int)(r.keylen - (size_t)(slash - key) - 1),
-					    slash + 1);
-			} else {
-				ns[0] = '\0';
-				kr_snprintf(name, sizeof(name), "%.*s", (int)r.keylen, key);
+			ok = put_deleted(c, key, r.keylen, key + r.keylen, r.rvlen);
+		} else if (c->track) {
+			int w = tracked_change(c, key, r.keylen, r.type == REC_ADDED, c->seq < c->gap_seq);
+
+			if (w < 0) {
+				conn_close(c);
+				return;
 			}
-			gv_of(res, gv, sizeof(gv));
-			kr_snprintf(ev, sizeof(ev), "{\"type\":\"DELETED\",\"object\":{\"kind\":\"%s\","
-				    "\"apiVersion\":\"%s\",\"metadata\":{\"name\":\"%s\"%s%s%s,"
-				    "\"resourceVersion\":\"%.*s\"}}}\n", res->kind, gv, name,
-				    ns[0] ? ",\"namespace\":\"" : "", ns, ns[0] ? "\"" : "",
-				    (int)r.rvlen, key + r.keylen);
-			ok = put_text_chunk(c, ev) == 0;
+			ok = w == 1;
 		} else if (kr_store_get(s->store, c->res, key, r.keylen, &v) && v.held && wanted(c, &v)) {
 			/* The object as it is now: a later change of it follows in the ring anyway. */
 			int w = put_item(c, r.type == REC_ADDED ? "{\"type\":\"ADDED\",\"object\":"
@@ -1379,6 +1576,93 @@ static void chunked_head(struct kr_serve_conn *c)
 
 static void rearm(struct kr_serve *s);
 
+/*
+ * A label-selector watch remembers what it told: nothing yet when it starts
+ * with the initial events; when it resumes, the objects that match now (those
+ * the gap's records do not change were matching at its resourceVersion too).
+ */
+static void track_start(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	struct kr_store_view v;
+	uint32_t i;
+
+	c->track = c->labels[0] != '\0';
+	c->gap_seq = 0;
+	if (!c->track)
+		return;
+	memset(c->matched, 0, sizeof(c->matched));
+	if (c->initial)
+		return;
+	c->gap_seq = s->seq_head;
+	for (i = 0; i < s->store->max_entries && i < KR_SERVE_TRACK_OBJECTS; i++)
+		if (kr_store_at(s->store, i, &v) && v.held && v.res == c->res && wanted(c, &v))
+			tell(c, (int32_t)i, 1);
+}
+
+/* -1, 0, 1 as resourceVersion a is older, the same, newer than b; 2 when either is not a number. */
+static int rv_cmp(const char *a, const char *b)
+{
+	size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+	int d;
+
+	if (!la || !lb || a[la] || b[lb] || a[0] == '0' || b[0] == '0')
+		return strcmp(a, b) == 0 ? 0 : 2;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	d = strcmp(a, b);            /* same length: the digits in order */
+	return d < 0 ? -1 : d > 0;
+}
+
+/*
+ * A list's resourceVersion and resourceVersionMatch, as the kube-apiserver
+ * reads them. The mirror holds one state, its newest: "" and "0" get it, so
+ * does NotOlderThan (or no match) of a version it has reached; a newer one
+ * is the apiserver's 504 "Too large resource version" (a reflector then lists
+ * from ""), and Exact of an older one is 410 (no older state is kept).
+ * Returns 1 when the list may go on, 0 when an error was answered.
+ */
+static int list_rv_ok(struct kr_serve_conn *c, int ri, const char *rv)
+{
+	const char *cur = c->srv->res[ri].rv;
+	char m[32];
+	uint64_t seq;
+	size_t pos;
+	int exact, d;
+
+	if (kr_http_server_param(c->req.target, "resourceVersionMatch", m, sizeof(m)) <= 0)
+		m[0] = '\0';
+	exact = strcmp(m, "Exact") == 0;
+	if (m[0] && !exact && strcmp(m, "NotOlderThan") != 0) {
+		respond_status(c, 422, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+			       "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\", \"\"", m);
+		return 0;
+	}
+	if (m[0] && !rv[0]) {
+		respond_status(c, 422, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+			       "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
+		return 0;
+	}
+	if (exact && strcmp(rv, "0") == 0) {
+		respond_status(c, 422, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+			       "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+		return 0;
+	}
+	if (!rv[0] || strcmp(rv, "0") == 0)
+		return 1;
+	d = rv_cmp(rv, cur);
+	if (d == 0 || (d < 0 && !exact))
+		return 1;
+	if (d == 2 && !exact && kr_serve_history_find(c->srv, ri, rv, &seq, &pos))
+		return 1;              /* not numbers, but a version it has passed */
+	if (d > 0 || (d == 2 && !exact)) {
+		respond_status(c, 504, "Too large resource version: %s, current: %s", rv, cur);
+		return 0;
+	}
+	respond_status(c, 410, "too old resource version: %s (%s)", rv, cur);
+	return 0;
+}
+
 static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, const char *name)
 {
 	struct kr_serve *s = c->srv;
@@ -1391,6 +1675,18 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 	if (!can_serve(s, r)) {
 		respond_status(c, 403, "%s is forbidden: kreflect serves secrets only with --serve-secrets",
 			       r->name);
+		return;
+	}
+	if (s->have_rules && !kr_rules_allow(&s->rules, c->who, ns, r->plural, r->name,
+					     !r->group[0] && strcmp(r->plural, "secrets") == 0)) {
+		/* The kube-apiserver's words for an RBAC refusal. */
+		const char *verb = name ? "get" : param_true(t, "watch") ? "watch" : "list";
+
+		respond_status(c, 403, "%s%s%s%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group "
+			       "\"%s\" %s%s%s", r->plural, name ? " \"" : "", name ? name : "", name ? "\"" : "",
+			       c->who, verb, r->plural, r->group, ns ? "in the namespace \"" : "at the cluster scope",
+			       ns ? ns : "", ns ? "\"" : "");
+		s->forbidden++;
 		return;
 	}
 	if (r->namespaced && !r->all_namespaces && (!ns || strcmp(ns, r->ns) != 0)) {
@@ -1538,6 +1834,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			c->seq = s->seq_head;
 			c->pos = s->ring_head;
 		}
+		track_start(c);
 		chunked_head(c);
 		c->state = KR_SC_WATCHING;
 		c->watch_end = ts > 0 ? kr_port_now_ms() + (kr_ms_t)ts * 1000 : 0;
@@ -1548,6 +1845,8 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		rearm(s);
 		return;
 	}
+	if (!list_rv_ok(c, ri, rv))
+		return;
 	c->limit = 0;
 	if (kr_http_server_param(t, "limit", num, sizeof(num)) > 0) {
 		c->limit = kr_parse_num(num, 0, LONG_MAX);
@@ -1609,21 +1908,54 @@ static int split(char *path, char **seg, int max)
 	return n;
 }
 
+/*
+ * Reads the token file into s->tokens when its bytes changed. Returns 0, or
+ * a KR_E code with the reason in err (the identities in use stay).
+ */
+static int tokens_load(struct kr_serve *s, char *err, size_t errlen)
+{
+	long n = kr_port_read_file(s->opts.token_file, s->file_raw, sizeof(s->file_raw));
+	uint32_t sum;
+	int r;
+
+	if (n < 0) {
+		kr_snprintf(err, errlen, "%s", n == KR_ETOOBIG ? "larger than KR_SERVE_ACCESS_BYTES"
+							  : kr_strerror((int)n));
+		return (int)n;
+	}
+	sum = kr_state_crc32(0, s->file_raw, (size_t)n);
+	if (s->tokens.n > 0 && sum == s->tokens_sum)
+		return 0;
+	s->tokens_sum = sum;           /* a bad file is reported once, not at every request */
+	r = kr_tokens_parse(&s->tokens_next, s->file_raw, (size_t)n, err, errlen);
+	kr_port_zero(s->file_raw, (size_t)n);
+	if (r == 0) {
+		memcpy(&s->tokens, &s->tokens_next, sizeof(s->tokens));
+		kr_port_zero(&s->tokens_next, sizeof(s->tokens_next));
+	}
+	return r;
+}
+
+/* Sets c->who to the request's identity. 0 when it has none that is accepted. */
 static int authorized(struct kr_serve *s, struct kr_serve_conn *c)
 {
-	const char *a = c->req.auth;
-	size_t tl, al;
+	const char *a = c->req.auth, *who;
+	char why[192];
 
-	if (!s->need_token)
-		return 1;
-	if (!c->req.has_auth || strncmp(a, "Bearer ", 7) != 0)
+	kr_snprintf(c->who, sizeof(c->who), "%s", c->user);
+	if (!s->need_auth || c->user[0])
+		return 1;              /* no credentials asked for, or a verified client certificate */
+	if (!s->need_token || !c->req.has_auth || strncmp(a, "Bearer ", 7) != 0)
 		return 0;
 	a += 7;
 	/* Rotated by whoever writes the file: read it again, as src/auth.c does for ours. */
-	kr_auth_refresh(&s->token);
-	tl = strlen(s->token.token);
-	al = strlen(a);
-	return tl > 0 && (al == tl) & kr_http_server_same(a, s->token.token, tl < al ? tl : al);
+	if (tokens_load(s, why, sizeof(why)) != 0)
+		kr_log(KR_LOG_WARN, "listen: keeping the identities in use: %s: %s", s->opts.token_file, why);
+	who = kr_tokens_user(&s->tokens, a, strlen(a));
+	if (!who)
+		return 0;
+	kr_snprintf(c->who, sizeof(c->who), "%s", who);
+	return 1;
 }
 
 static void route(struct kr_serve_conn *c)
@@ -1762,14 +2094,68 @@ resource:
 
 /* --- connections ------------------------------------------------------------------------------ */
 
+#if KR_WITH_LISTEN_TLS
+/* Advances a TLS handshake. Returns 1 when a request may be read, 0 when not yet (or closed). */
+static int handshake(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	char why[192];
+	int r = kr_tls_handshake(&c->tls);
+
+	if (r == 0) {
+		c->src.want = c->tls.want;
+		return 0;
+	}
+	if (r < 0) {
+		/* A client that does not trust us says so in an alert: worth a line, not an error. */
+		kr_tls_describe(&c->tls, why, sizeof(why));
+		kr_log(KR_LOG_INFO, "listen: TLS handshake failed: %s", why);
+		s->tls_failed++;
+		conn_close(c);
+		return 0;
+	}
+	r = kr_tls_peer_verified(&c->tls, c->user, sizeof(c->user));
+	if (r < 0) {
+		kr_log(KR_LOG_WARN, "listen: client certificate refused: %s",
+		       mbedtls_ssl_get_peer_cert(&c->tls.ssl) && mbedtls_ssl_get_verify_result(&c->tls.ssl)
+			       ? "not signed by --listen-client-ca-file (or expired)"
+			       : "no common name, or one longer than 63 bytes");
+		s->tls_failed++;
+		conn_close(c);
+		return 0;
+	}
+	s->tls_handshakes++;
+	c->state = KR_SC_READING;
+	c->src.want = KR_POLL_IN;
+	if (c->tls_over) {
+		/* The session past KR_SERVE_TLS_CONNS: a Status the client can read, then the close. */
+		kr_log(KR_LOG_WARN, "listen: TLS connection refused: all KR_SERVE_TLS_CONNS sessions "
+		       "are in use (answered 503)");
+		c->keep_alive = 0;
+		c->head_only = 0;
+		s->tls_refused++;
+		s->refused++;
+		respond_status(c, 503, "too many TLS sessions at once (KR_SERVE_TLS_CONNS)");
+		pump(c);
+		return 0;
+	}
+	return 1;
+}
+#endif
+
 static void on_conn(struct kr_loop *loop, struct kr_source *src, int got)
 {
 	struct kr_serve_conn *c = src->arg;
 	char buf[4096];
 
 	(void)loop;
+#if KR_WITH_LISTEN_TLS
+	if (c->state == KR_SC_HANDSHAKE && !handshake(c))
+		return;
+again:
+#endif
 	if (c->state == KR_SC_READING || (got & (KR_POLL_IN | KR_POLL_ERR))) {
-		long n = kr_port_recv(c->src.fd, buf, sizeof(buf));
+		long n = conn_recv(c, buf, sizeof(buf));
 
 		if (n == 0 || n == KR_IO_ERR) {
 			conn_close(c);
@@ -1792,6 +2178,11 @@ static void on_conn(struct kr_loop *loop, struct kr_source *src, int got)
 				if (c->state == KR_SC_READING)
 					return;
 			} else {
+#if KR_WITH_LISTEN_TLS
+				/* The rest of the head may be decrypted already: poll() would not say. */
+				if (c->srv->tls_on && kr_tls_pending(&c->tls))
+					goto again;
+#endif
 				return;
 			}
 		}
@@ -1835,10 +2226,26 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 		if (fd < 0)
 			break;
 		accepted++;
+#if KR_WITH_LISTEN_TLS
+		if (s->tls_on) {
+			tls_recheck(s);
+			/* One session more is kept to say 503 in a Status; past it, a close. */
+			if (s->tls_sessions > KR_SERVE_TLS_CONNS) {
+				tls_refuse(s, fd, "all KR_SERVE_TLS_CONNS sessions are in use");
+				continue;
+			}
+		}
+#endif
 		for (i = 0; i < s->nconns; i++)
 			if (s->conns[i].state == KR_SC_FREE)
 				break;
 		if (i == s->nconns) {
+#if KR_WITH_LISTEN_TLS
+			if (s->tls_on) {       /* plain bytes would mean nothing to a TLS client */
+				tls_refuse(s, fd, "all --listen-max-conns connections are in use");
+				continue;
+			}
+#endif
 			refuse(s, fd);
 			continue;
 		}
@@ -1852,12 +2259,34 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 			c->src.ready = on_conn;
 			c->src.arg = c;
 			c->state = KR_SC_READING;
+			c->user[0] = '\0';
+#if KR_WITH_LISTEN_TLS
+			if (s->tls_on) {
+				if (kr_tls_accept(&c->tls, &s->tls[s->tls_cur], fd) != 0) {
+					kr_tls_free(&c->tls);
+					c->state = KR_SC_FREE;
+					tls_refuse(s, fd, "out of TLS memory (KR_TLS_HEAP_SIZE)");
+					continue;
+				}
+				c->tls_slot = s->tls_cur;
+				s->tls_users[c->tls_slot]++;
+				c->tls_over = s->tls_sessions++ == KR_SERVE_TLS_CONNS;
+				c->state = KR_SC_HANDSHAKE;
+			}
+#endif
 			c->out_len = c->out_off = 0;
 			c->big = 0;
 			c->watch_end = 0;
 			kr_http_server_init(&c->req);
 			c->deadline = kr_port_now_ms() + s->opts.idle_ms;  /* the head's deadline */
 			if (kr_loop_add(loop, &c->src) != 0) {
+#if KR_WITH_LISTEN_TLS
+				if (s->tls_on) {
+					kr_tls_free(&c->tls);
+					s->tls_sessions--;
+					s->tls_users[c->tls_slot]--;
+				}
+#endif
 				kr_port_close(fd);
 				c->state = KR_SC_FREE;
 				s->refused++;
@@ -1882,7 +2311,8 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 		struct kr_serve_conn *c = &s->conns[i];
 
 		if ((c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-		     c->state == KR_SC_LISTING) && c->deadline && now >= c->deadline) {
+		     c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE) &&
+		    c->deadline && now >= c->deadline) {
 			conn_close(c);         /* no request head, or its answer not read, in time */
 		} else if (c->state == KR_SC_WATCHING &&
 			   ((c->bookmarks && now >= c->bookmark_at) ||
@@ -1903,7 +2333,7 @@ static void rearm(struct kr_serve *s)
 		kr_ms_t d = 0;
 
 		if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-		    c->state == KR_SC_LISTING)
+		    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
 			d = c->deadline;
 		else if (c->state == KR_SC_WATCHING) {
 			if (c->bookmarks)
@@ -2001,20 +2431,72 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 			    "unix:/PATH or IP:PORT", opts->listen);
 		return KR_EINVAL;
 	}
-	kr_auth_init(&s->token);
 	if (opts->token_file) {
-		r = kr_auth_set_file(&s->token, opts->token_file);
-		if (r != 0) {
-			kr_snprintf(err, errlen, "unable to read the listen token file %s: %s",
-				    opts->token_file, r == KR_EINVAL ? "empty or more than one line"
-								   : kr_strerror(r));
+		char why[192];
+
+		if (tokens_load(s, why, sizeof(why)) != 0) {
+			kr_snprintf(err, errlen, "unable to read the listen token file %s: %s", opts->token_file, why);
 			return KR_EAUTH;
 		}
 		s->need_token = 1;
-	} else if (!loopback && !opts->health_only) {
+	}
+	if (opts->access_file) {
+		char why[192];
+		long n = kr_port_read_file(opts->access_file, s->file_raw, sizeof(s->file_raw));
+
+		r = n < 0 ? (int)n : kr_rules_parse(&s->rules, s->file_raw, (size_t)n, why, sizeof(why));
+		if (r != 0) {
+			kr_snprintf(err, errlen, "unable to read the listen access file %s: %s", opts->access_file,
+				    n == KR_ETOOBIG ? "larger than KR_SERVE_ACCESS_BYTES" : n < 0 ? kr_strerror(r) : why);
+			return KR_EINVAL;
+		}
+		if (!opts->token_file && !opts->client_ca_file) {
+			kr_snprintf(err, errlen, "--listen-access-file names identities: it needs "
+				    "--listen-token-file or --listen-client-ca-file");
+			return KR_EINVAL;
+		}
+		s->have_rules = 1;
+	}
+	s->need_auth = s->need_token || opts->client_ca_file;
+	if (!loopback && !s->need_auth && !opts->health_only) {
 		kr_snprintf(err, errlen, "unable to listen on %s: not a loopback address, so "
-			    "--listen-token-file (or --listen-health-only) is required", opts->listen);
+			    "--listen-token-file or --listen-client-ca-file (or --listen-health-only) "
+			    "is required", opts->listen);
 		return KR_EINVAL;
+	}
+	if ((opts->cert_file != NULL) != (opts->key_file != NULL) ||
+	    (opts->client_ca_file && !opts->cert_file)) {
+		kr_snprintf(err, errlen, "TLS on %s needs --listen-cert-file and --listen-key-file "
+			    "(and --listen-client-ca-file only with them)", opts->listen);
+		return KR_EINVAL;
+	}
+	if (!loopback && !opts->cert_file && !opts->insecure && !opts->health_only) {
+		kr_snprintf(err, errlen, "unable to listen on %s: not a loopback address, so TLS "
+			    "(--listen-cert-file, --listen-key-file) or an explicit --listen-insecure "
+			    "is required", opts->listen);
+		return KR_EINVAL;
+	}
+	if (opts->cert_file && kind == 1) {
+		kr_snprintf(err, errlen, "TLS on a unix socket (%s) is not supported", opts->listen);
+		return KR_EINVAL;
+	}
+	if (opts->cert_file) {
+#if KR_WITH_LISTEN_TLS
+		char why[256];
+
+		for (i = 0; i < 2; i++)
+			kr_tls_ctx_init(&s->tls[i]);
+		r = tls_load(s, 0, 1, why, sizeof(why));
+		if (r < 0) {
+			kr_snprintf(err, errlen, "TLS on %s: %s", opts->listen, why);
+			return KR_EINVAL;
+		}
+		s->tls_on = 1;
+		s->tls_checked = kr_port_now_ms();
+#else
+		kr_snprintf(err, errlen, "--listen-cert-file: TLS on --listen is not built in");
+		return KR_ENOTSUP;
+#endif
 	}
 	if (kind == 1) {
 		fd = kr_port_unix_listen(path, 0600);
@@ -2061,4 +2543,11 @@ void kr_serve_close(struct kr_serve *s)
 			kr_port_fs_unlink(s->where);
 	}
 	kr_loop_timer_cancel(s->loop, &s->tick);
+#if KR_WITH_LISTEN_TLS
+	if (s->tls_on) {
+		kr_tls_ctx_free(&s->tls[0]);
+		kr_tls_ctx_free(&s->tls[1]);
+		s->tls_on = 0;
+	}
+#endif
 }

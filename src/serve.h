@@ -17,13 +17,14 @@
 
 #include <stdint.h>
 
-#include "auth.h"
+#include "access.h"
 #include "http_server.h"
 #include "kreflect_config.h"
 #include "loop.h"
 #include "reflector.h"
 #include "sink.h"
 #include "store.h"
+#include "tls.h"
 
 struct kr_notify;
 struct kr_out;
@@ -34,7 +35,12 @@ struct kr_http_post;
 
 struct kr_serve_opts {
 	const char *listen;            /* 127.0.0.1:PORT, [::1]:PORT, unix:/PATH, or another IP:PORT */
-	const char *token_file;        /* bearer token clients must send; needed off loopback */
+	const char *token_file;        /* bearer token clients must send, or token,user lines (src/access.h) */
+	const char *access_file;       /* what each identity may read (src/access.h); NULL = everything */
+	const char *cert_file;         /* TLS: the server's certificate (chain), PEM; NULL = plain HTTP */
+	const char *key_file;          /* TLS: its key */
+	const char *client_ca_file;    /* TLS: clients may authenticate by a certificate it signed */
+	int insecure;                  /* a non-loopback address without TLS (--listen-insecure) */
 	int max_conns;                 /* 1..KR_SERVE_MAX_CONNS; 0 = KR_SERVE_MAX_CONNS */
 	int serve_secrets;             /* secrets are 403 unless set */
 	int health_only;               /* only /healthz, /livez and /readyz (404 for the rest), so
@@ -50,6 +56,7 @@ struct kr_serve_opts {
 
 enum kr_serve_conn_state {
 	KR_SC_FREE,
+	KR_SC_HANDSHAKE,               /* TLS: the handshake, before the first request */
 	KR_SC_READING,                 /* a request head */
 	KR_SC_WRITING,                 /* a response; then back to READING or closed */
 	KR_SC_LISTING,                 /* a list response, item by item */
@@ -65,6 +72,13 @@ struct kr_serve_conn {
 	int chunked;                   /* the response is chunked (HTTP/1.1) */
 	int head_only;                 /* HEAD: no body */
 	struct kr_http_server_req req;
+#if KR_WITH_LISTEN_TLS
+	struct kr_tls tls;             /* its TLS session when the endpoint has TLS */
+	int tls_slot;                  /* the configuration it was accepted with (kr_serve.tls[]) */
+	int tls_over;                  /* the one session past KR_SERVE_TLS_CONNS: answered 503 */
+#endif
+	char user[KR_ACCESS_USER_MAX]; /* the verified client certificate's CN, "" = none */
+	char who[KR_ACCESS_USER_MAX];  /* the request's identity: that CN or the token's user */
 	/* the list or watch in progress */
 	int res;                       /* reflector index */
 	char ns[64];                   /* "" = every namespace held */
@@ -81,6 +95,12 @@ struct kr_serve_conn {
 	kr_ms_t watch_end;             /* watch: timeoutSeconds, 0 = none */
 	kr_ms_t bookmark_at;           /* watch: next bookmark */
 	int initial;                   /* watch: synthetic ADDED of the current objects first */
+	/* watch with a label selector: which objects (store index slots) the
+	 * watcher was last told match, so a change in or out of the selector is
+	 * ADDED or DELETED, as the kube-apiserver's watch cache sends it */
+	int track;
+	uint64_t gap_seq;              /* records before this predate the watch (a resume) */
+	unsigned char matched[(KR_SERVE_TRACK_OBJECTS + 7) / 8];
 	/* an object larger than the buffer, sent straight from the arena */
 	char big_key[KR_KEY_MAX];
 	char big_rv[KR_RV_MAX];
@@ -107,8 +127,24 @@ struct kr_serve {
 	char where[128];               /* the address, for logs and metrics */
 	struct kr_source listener;
 	struct kr_timer tick;          /* bookmarks, watch timeouts */
-	struct kr_auth token;          /* --listen-token-file */
+	struct kr_tokens tokens;       /* --listen-token-file's identities */
+	struct kr_tokens tokens_next;  /* a changed file, parsed before it replaces them */
+	uint32_t tokens_sum;           /* of the file's bytes, to see a change */
+	struct kr_rules rules;         /* --listen-access-file */
+	int have_rules;
+	char file_raw[KR_SERVE_ACCESS_BYTES];  /* either file as read */
 	int need_token;
+	int need_auth;                 /* a token or a client certificate */
+#if KR_WITH_LISTEN_TLS
+	/* TLS: the configuration in use and the one before the last reload,
+	 * kept while sessions accepted with it are open */
+	struct kr_tls_ctx tls[2];
+	int tls_on, tls_cur, tls_users[2];
+	uint32_t tls_sum;              /* of the files' contents, to see a rotation */
+	kr_ms_t tls_checked;           /* when the files were last looked at */
+	int tls_sessions;              /* open, at most KR_SERVE_TLS_CONNS */
+	unsigned long long tls_handshakes, tls_failed, tls_refused, tls_reloads;
+#endif
 	struct kr_serve_conn *conns;
 	int nconns;                    /* slots in use allowed: opts.max_conns */
 	kr_ms_t started;
@@ -119,7 +155,7 @@ struct kr_serve {
 	size_t ring_head, ring_tail;   /* byte offsets: next write, oldest record */
 	uint64_t seq_head, seq_tail;   /* next record's number, oldest record's number */
 	/* counters */
-	unsigned long long accepted, refused, requests, watchers_dropped, watches_started;
+	unsigned long long accepted, refused, requests, watchers_dropped, watches_started, forbidden;
 	unsigned long long responses[6]; /* by first digit of the status, 1xx..5xx */
 	unsigned long long bytes_out;
 };

@@ -1151,6 +1151,15 @@ void kr_state_event(void *arg, const struct kr_event *ev)
 		/* A relist that changed nothing still moved the RV: worth one write. */
 		if (!ev->warm) {
 			st->dirty = 1;
+			/*
+			 * Nothing on disk yet: the first snapshot goes at once (or as
+			 * soon as every resource is synced), not an interval later, so
+			 * a gateway that reboots early does not relist.
+			 */
+			if (st->load != KR_STATE_LOADED && st->snapshots == 0 && !st->committing) {
+				kr_loop_timer_cancel(st->top->loop, &st->timer);
+				kr_loop_timer_at(st->top->loop, &st->timer, kr_port_now_ms());
+			}
 			arm(st);
 		}
 		break;

@@ -486,6 +486,11 @@ int kr_store_get(const struct kr_store *s, int res, const char *key, size_t keyl
 	return 1;
 }
 
+int32_t kr_store_index(const struct kr_store *s, int res, const char *key, size_t keylen)
+{
+	return lookup(s, res, key, keylen);
+}
+
 int kr_store_mark(struct kr_store *s, int res, const char *key, size_t keylen, uint32_t seen)
 {
 	int32_t idx = lookup(s, res, key, keylen);

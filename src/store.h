@@ -192,6 +192,9 @@ int kr_store_get(const struct kr_store *s, int res, const char *key, size_t keyl
  */
 int kr_store_at(const struct kr_store *s, uint32_t idx, struct kr_store_view *v);
 
+/* The index slot (as kr_store_at takes) of (res, key), or -1 when absent. */
+int32_t kr_store_index(const struct kr_store *s, int res, const char *key, size_t keylen);
+
 /* Sets the seen mark of an existing entry (a relisted item that is unchanged); 1 if found, else 0. */
 int kr_store_mark(struct kr_store *s, int res, const char *key, size_t keylen, uint32_t seen);
 

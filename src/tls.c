@@ -16,6 +16,7 @@
 #include "mbedtls/error.h"
 #include "mbedtls/memory_buffer_alloc.h"
 #include "mbedtls/net_sockets.h"
+#include "mbedtls/oid.h"
 #include "mbedtls/pem.h"
 #include "mbedtls/pk.h"
 #include "mbedtls/platform_util.h"
@@ -413,15 +414,50 @@ static const int *aead_order(void)
 	return kr_port_cpu_has_aes() ? aes_first : chacha_first;
 }
 
-int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
-		     char *err, size_t errlen)
+#define UNTERMINATED ": PEM buffer not terminated"
+
+/* Loads opts' certificate and key into ctx as its own ("client" or "server", for messages). */
+static int own_cert(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts, const char *who,
+		    char *err, size_t errlen)
 {
+	char what[64];
 	size_t n;
 	int r;
 
+	n = parse_len(opts->cert, opts->cert_len);
+	kr_snprintf(what, sizeof(what), "unable to parse %s certificate%s", who, n ? "" : UNTERMINATED);
+	if (n == 0)
+		return fail(err, errlen, what, 0);
+	r = mbedtls_x509_crt_parse(&ctx->cert, opts->cert, n);
+	if (r != 0)
+		return fail(err, errlen, what, r < 0 ? r : 0);
+	n = parse_len(opts->key, opts->key_len);
+	kr_snprintf(what, sizeof(what), "unable to parse %s key%s", who, n ? "" : UNTERMINATED);
+	if (n == 0)
+		return fail(err, errlen, what, 0);
+	r = mbedtls_pk_parse_key(&ctx->key, opts->key, n, NULL, 0,
+				 mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
+	if (r != 0)
+		return fail(err, errlen, what, r);
+	r = mbedtls_pk_check_pair(&ctx->cert.pk, &ctx->key,
+				  mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
+	kr_snprintf(what, sizeof(what), "%s key does not match the %s certificate", who, who);
+	if (r != 0)
+		return fail(err, errlen, what, 0);
+	kr_snprintf(what, sizeof(what), "unable to use %s certificate", who);
+	r = mbedtls_ssl_conf_own_cert(&ctx->conf, &ctx->cert, &ctx->key);
+	if (r != 0)
+		return fail(err, errlen, what, r);
+	return 0;
+}
+
+/* What client and server share: RNG, versions 1.2-1.3, signatures and suites. */
+static int conf_common(struct kr_tls_ctx *ctx, int endpoint, char *err, size_t errlen)
+{
+	int r;
+
 	kr_tls_ctx_free(ctx);
-	r = mbedtls_ssl_config_defaults(&ctx->conf, MBEDTLS_SSL_IS_CLIENT,
-					MBEDTLS_SSL_TRANSPORT_STREAM,
+	r = mbedtls_ssl_config_defaults(&ctx->conf, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM,
 					MBEDTLS_SSL_PRESET_DEFAULT);
 	if (r)
 		return fail(err, errlen, "unable to set up TLS", r);
@@ -434,18 +470,42 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 	mbedtls_ssl_conf_max_tls_version(&ctx->conf, MBEDTLS_SSL_VERSION_TLS1_3);
 	mbedtls_ssl_conf_sig_algs(&ctx->conf, sig_algs);
 	mbedtls_ssl_conf_ciphersuites(&ctx->conf, aead_order());
+	return 0;
+}
 
+/* Parses a CA bundle into ctx->ca ("CA certificate" or "client CA certificate", for messages). */
+static int load_ca(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts, const char *what,
+		   char *err, size_t errlen)
+{
+	char msg[96];
+	size_t n = parse_len(opts->ca, opts->ca_len);
+	int r;
+
+	kr_snprintf(msg, sizeof(msg), "unable to parse %s%s", what, n ? "" : UNTERMINATED);
+	if (n == 0)
+		return fail(err, errlen, msg, 0);
+	r = mbedtls_x509_crt_parse(&ctx->ca, opts->ca, n);
+	if (r < 0)
+		return fail(err, errlen, msg, r);
+	if (r > 0 && ctx->ca.version == 0) {
+		kr_snprintf(msg, sizeof(msg), "unable to parse %s: no valid certificate in the file", what);
+		return fail(err, errlen, msg, 0);
+	}
+	mbedtls_ssl_conf_ca_chain(&ctx->conf, &ctx->ca, NULL);
+	return 0;
+}
+
+int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
+		     char *err, size_t errlen)
+{
+	int r = conf_common(ctx, MBEDTLS_SSL_IS_CLIENT, err, errlen);
+
+	if (r)
+		return r;
 	ctx->insecure = opts->insecure_skip_verify;
 	if (opts->ca_len > 0) {
-		n = parse_len(opts->ca, opts->ca_len);
-		if (n == 0)
-			return fail(err, errlen, "unable to parse CA certificate: PEM buffer not terminated", 0);
-		r = mbedtls_x509_crt_parse(&ctx->ca, opts->ca, n);
-		if (r < 0)
-			return fail(err, errlen, "unable to parse CA certificate", r);
-		if (r > 0 && ctx->ca.version == 0)
-			return fail(err, errlen, "unable to parse CA certificate: no valid certificate in the file", 0);
-		mbedtls_ssl_conf_ca_chain(&ctx->conf, &ctx->ca, NULL);
+		if ((r = load_ca(ctx, opts, "CA certificate", err, errlen)) != 0)
+			return r;
 	} else if (!ctx->insecure) {
 		return fail(err, errlen, "no CA certificate to verify the server with (give one, or --insecure-skip-tls-verify)", 0);
 	}
@@ -454,28 +514,8 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 
 	if ((opts->cert_len > 0) != (opts->key_len > 0))
 		return fail(err, errlen, "a client certificate needs its key, and a key its certificate", 0);
-	if (opts->cert_len > 0) {
-		n = parse_len(opts->cert, opts->cert_len);
-		if (n == 0)
-			return fail(err, errlen, "unable to parse client certificate: PEM buffer not terminated", 0);
-		r = mbedtls_x509_crt_parse(&ctx->cert, opts->cert, n);
-		if (r != 0)
-			return fail(err, errlen, "unable to parse client certificate", r < 0 ? r : 0);
-		n = parse_len(opts->key, opts->key_len);
-		if (n == 0)
-			return fail(err, errlen, "unable to parse client key: PEM buffer not terminated", 0);
-		r = mbedtls_pk_parse_key(&ctx->key, opts->key, n, NULL, 0,
-					 mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
-		if (r != 0)
-			return fail(err, errlen, "unable to parse client key", r);
-		r = mbedtls_pk_check_pair(&ctx->cert.pk, &ctx->key,
-					  mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
-		if (r != 0)
-			return fail(err, errlen, "client key does not match the client certificate", 0);
-		r = mbedtls_ssl_conf_own_cert(&ctx->conf, &ctx->cert, &ctx->key);
-		if (r != 0)
-			return fail(err, errlen, "unable to use client certificate", r);
-	}
+	if (opts->cert_len > 0 && (r = own_cert(ctx, opts, "client", err, errlen)) != 0)
+		return r;
 #if defined(MBEDTLS_SSL_SESSION_TICKETS)
 	/* A build without tickets (PROFILE=tiny) makes a full handshake on every reconnect. */
 	mbedtls_ssl_conf_session_tickets(&ctx->conf, MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
@@ -486,6 +526,40 @@ int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 #endif
 	ctx->ready = 1;
 	return 0;
+}
+
+int kr_tls_ctx_setup_server(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
+			    char *err, size_t errlen)
+{
+#if defined(MBEDTLS_SSL_SRV_C)
+	int r;
+
+	if (opts->cert_len == 0 || opts->key_len == 0)
+		return fail(err, errlen, "a TLS server needs its certificate and its key", 0);
+	r = conf_common(ctx, MBEDTLS_SSL_IS_SERVER, err, errlen);
+	if (r)
+		return r;
+	/*
+	 * With a client CA, a certificate is asked for and, if sent, must verify
+	 * (as the kube-apiserver's --client-ca-file: a client may use a token
+	 * instead). kr_tls_peer_verified() tells the two apart.
+	 */
+	if (opts->ca_len > 0) {
+		if ((r = load_ca(ctx, opts, "client CA certificate", err, errlen)) != 0)
+			return r;
+		mbedtls_ssl_conf_authmode(&ctx->conf, MBEDTLS_SSL_VERIFY_OPTIONAL);
+	} else {
+		mbedtls_ssl_conf_authmode(&ctx->conf, MBEDTLS_SSL_VERIFY_NONE);
+	}
+	if ((r = own_cert(ctx, opts, "server", err, errlen)) != 0)
+		return r;
+	ctx->ready = 1;
+	return 0;
+#else
+	(void)ctx;
+	(void)opts;
+	return fail(err, errlen, "TLS on --listen is not built in (WITHOUT=listen_tls)", 0);
+#endif
 }
 
 /* --- sessions ------------------------------------------------------------------------ */
@@ -570,24 +644,23 @@ void kr_tls_init(struct kr_tls *t)
 	t->fd = -1;
 }
 
-int kr_tls_open(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *server_name)
+/* Sets up a session on fd: a client's (naming server_name) or, with NULL, a server's. */
+static int session_start(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *server_name)
 {
 	int r;
 
-	if (t->open)
-		kr_tls_close(t);
 	mbedtls_ssl_init(&t->ssl);
 	t->ctx = ctx;
 	t->fd = fd;
 	t->done = 0;
-	t->want = KR_POLL_OUT;
+	t->want = server_name ? KR_POLL_OUT : KR_POLL_IN;   /* a client speaks first */
 	t->last_error = 0;
 	t->alert = -1;
 	t->os_error = NULL;
 	t->saw_certificate = 0;
 	t->unclean_eof = 0;
 	r = mbedtls_ssl_setup(&t->ssl, &ctx->conf);
-	if (r == 0)
+	if (r == 0 && server_name)
 		r = mbedtls_ssl_set_hostname(&t->ssl, server_name);
 	if (r != 0) {
 		t->last_error = r;
@@ -596,10 +669,50 @@ int kr_tls_open(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *se
 	}
 	t->open = 1;
 	mbedtls_ssl_set_bio(&t->ssl, t, bio_send, bio_recv, NULL);
+	return 0;
+}
+
+int kr_tls_open(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *server_name)
+{
+	if (t->open)
+		kr_tls_close(t);
+	if (session_start(t, ctx, fd, server_name) != 0)
+		return KR_ETLS;
 	mbedtls_ssl_set_verify(&t->ssl, on_verify, t);
 	if (t->have_session && mbedtls_ssl_set_session(&t->ssl, &t->session) != 0)
 		t->have_session = 0;
 	return 0;
+}
+
+int kr_tls_accept(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd)
+{
+	kr_tls_init(t);
+	t->server = 1;
+	return session_start(t, ctx, fd, NULL);
+}
+
+int kr_tls_peer_verified(struct kr_tls *t, char *cn, size_t size)
+{
+	const mbedtls_x509_crt *crt = mbedtls_ssl_get_peer_cert(&t->ssl);
+	const mbedtls_x509_name *name;
+
+	if (size)
+		cn[0] = '\0';
+	if (!crt)
+		return 0;
+	if (mbedtls_ssl_get_verify_result(&t->ssl) != 0)
+		return KR_ETLS;
+	for (name = &crt->subject; name; name = name->next)
+		if (name->oid.len == MBEDTLS_OID_SIZE(MBEDTLS_OID_AT_CN) &&
+		    memcmp(name->oid.p, MBEDTLS_OID_AT_CN, name->oid.len) == 0) {
+			if (name->val.len == 0 || name->val.len >= size ||
+			    memchr(name->val.p, '\0', name->val.len))
+				return KR_ETLS;
+			memcpy(cn, name->val.p, name->val.len);
+			cn[name->val.len] = '\0';
+			return 1;
+		}
+	return KR_ETLS;                /* verified, but names no one */
 }
 
 int kr_tls_handshake(struct kr_tls *t)
@@ -745,6 +858,13 @@ void kr_tls_describe(const struct kr_tls *t, char *buf, size_t size)
 			kr_snprintf(reason, sizeof(reason), "the server refused");
 	}
 #endif
+	if (t->server) {
+		/* The texts are written from a client's side: here the peer is the client. */
+		char *p = strstr(reason, "the server");
+
+		if (p)
+			memcpy(p, "the client", 10);
+	}
 	kr_snprintf(buf, size, "%s%s%s (%s-0x%04x)", reason, why ? ": " : "", why ? why : "", tag,
 		    (unsigned)-t->last_error);
 }

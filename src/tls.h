@@ -50,6 +50,7 @@ struct kr_tls {
 	const char *os_error;          /* the system's reason the socket failed, NULL: none */
 	int saw_certificate;           /* this handshake verified a certificate chain */
 	int unclean_eof;               /* the peer closed without close_notify */
+	int server;                    /* accepted (kr_tls_accept): the peer is a client */
 	unsigned full_handshakes;      /* counters, for tests and stats */
 	unsigned resumed_handshakes;
 };
@@ -70,6 +71,15 @@ void kr_tls_ctx_init(struct kr_tls_ctx *ctx);
 int kr_tls_ctx_setup(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
 		     char *err, size_t errlen);
 
+/*
+ * The server side (TLS on --listen): opts->cert/key are the server's own,
+ * opts->ca the optional client CA (a client certificate is then asked for,
+ * and one that is sent must verify). Returns 0, or KR_EINVAL with a reason
+ * in err (never key material), also when the build has no server side.
+ */
+int kr_tls_ctx_setup_server(struct kr_tls_ctx *ctx, const struct kr_tls_opts *opts,
+			    char *err, size_t errlen);
+
 /* Releases everything ctx holds; it may be set up again. */
 void kr_tls_ctx_free(struct kr_tls_ctx *ctx);
 
@@ -82,6 +92,21 @@ void kr_tls_init(struct kr_tls *t);
  * as SNI when it is a name. Returns 0 or KR_ETLS (out of TLS heap).
  */
 int kr_tls_open(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd, const char *server_name);
+
+/*
+ * Starts a server session on the accepted non-blocking socket fd (t is made
+ * empty first). Returns 0 or KR_ETLS (out of TLS heap); kr_tls_handshake
+ * goes on from there.
+ */
+int kr_tls_accept(struct kr_tls *t, struct kr_tls_ctx *ctx, int fd);
+
+/*
+ * After a server handshake: 1 and the certificate's common name in cn when
+ * the client sent a certificate that verified against the client CA, 0 when
+ * it sent none, KR_ETLS when it did not verify or names no one (no CN, or a
+ * CN longer than size - 1).
+ */
+int kr_tls_peer_verified(struct kr_tls *t, char *cn, size_t size);
 
 /*
  * Advances the handshake. Returns 1 when complete, 0 when it waits for the

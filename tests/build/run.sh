@@ -12,16 +12,19 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 # Stripped binary ceilings (bytes), default and PROFILE=tiny builds: the sizes
 # `make size` measured plus 2 % (the x86_64 and aarch64 files grow in 4 KiB
 # steps), so that growth is a decision, not an accident; tests/build/README.md "Sizes" has the
-# figures and where the bytes go. Default: x86_64 439,488, aarch64 455,832, armv7
-# 340,984 (issue #20's 300/320/260 KB need a build WITHOUT some features: tests/build/README.md).
+# figures and where the bytes go. Default: x86_64 464,064, aarch64 480,408, armv7
+# 357,368 (issue #20's 300/320/260 KB need a build WITHOUT some features: tests/build/README.md);
+# the relay (TLS on --listen, mbedTLS's server side; identities; list and selector
+# watch semantics) added 24,576 / 24,576 / 16,384 of them, most of it the TLS
+# server, which WITHOUT=listen_tls takes out again.
 # Tiny: 201,816, 201,784, 144,252 (200 KB met on all three; x86_64's code segment
 # ends 1,533 bytes below the page that would add 4 KiB to its file).
 # Library 1.0 (failure classes, sized configuration and status): text +0.3 % (default)
 # to +0.7 % (tiny) on every target, files unchanged except armv7-tiny, whose code
 # segment ended 88 bytes below a page: its 1,012 bytes took the next 4 KiB (148,348).
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-448300}
-MAX_AARCH64=465000
-MAX_ARMV7=347900
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-473400}
+MAX_AARCH64=490000
+MAX_ARMV7=364500
 MAX_X86_64_TINY=205900
 MAX_AARCH64_TINY=205900
 MAX_ARMV7_TINY=151400

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -176,8 +177,8 @@ def t_health_only(s):
     # Off loopback without it (and without a token): refused, naming both ways out.
     other = s.kreflect("--listen", "0.0.0.0:%d" % free_port())
     rc = other.wait_exit(10)
-    check(rc == 2 and "--listen-token-file (or --listen-health-only) is required" in other.stderr(),
-          "0.0.0.0 without a token: exit %d, %s" % (rc, other.stderr_tail()))
+    check(rc == 2 and "--listen-token-file or --listen-client-ca-file (or --listen-health-only) is required"
+          in other.stderr(), "0.0.0.0 without a token: exit %d, %s" % (rc, other.stderr_tail()))
     other = s.kreflect("--listen-health-only")
     rc = other.wait_exit(10)
     check(rc == 2 and "need --listen" in other.stderr(), "--listen-health-only alone: exit %d, %s"
@@ -496,6 +497,53 @@ def t_watch(s):
     c.close()
 
 
+@scenario("ServeSelectorWatchTransitions", 8)
+def t_selector_watch(s):
+    """A label-selector watch gets ADDED when an object starts matching, DELETED when it stops (the watch cache's way)."""
+    s.server()
+    lab = lambda n, app, d="v": s.ctl.update("configmaps", "default", n, data={"k": d}, labels={"app": app})  # noqa: E731
+    s.ctl.create("configmaps", "default", "a", data={"k": "v"}, labels={"app": "x"})
+    s.ctl.create("configmaps", "default", "b", data={"k": "v"}, labels={"app": "y"})
+    lo = Local(s)
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+
+    def events(r, n):
+        out = []
+        while len(out) < n:
+            e = next_event(r)
+            if e["type"] != "BOOKMARK":
+                out.append((e["type"], e["object"]["metadata"]["name"]))
+        return out
+
+    c, r = lo.watch("labelSelector=app%3Dx")
+    check(events(r, 1) == [("ADDED", "a")], "initial events")
+    lab("b", "x")                      # starts matching
+    lab("a", "z")                      # stops matching
+    lab("a", "z", "again")             # still out: nothing
+    lab("b", "x", "changed")           # still in
+    s.ctl.delete("configmaps", "default", "b")
+    got = events(r, 4)
+    check(got == [("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")], "transitions: %s" % got)
+    c.close()
+    # A resumed watch: what left the selector in the gap is DELETED, what came in is sent.
+    s.ctl.create("configmaps", "default", "c", data={"k": "v"}, labels={"app": "x"})
+    s.ctl.create("configmaps", "default", "d", data={"k": "v"}, labels={"app": "y"})
+    lst = None
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+    lst = lo.json(NS + "?labelSelector=app%3Dx")
+    check([o["metadata"]["name"] for o in lst["items"]] == ["c"], "list %s" % lst["items"])
+    lab("c", "y")
+    lab("d", "x")
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+    c, r = lo.watch("labelSelector=app%3Dx&resourceVersion=" + lst["metadata"]["resourceVersion"])
+    got = events(r, 2)
+    check(got == [("DELETED", "c"), ("MODIFIED", "d")] or got == [("DELETED", "c"), ("ADDED", "d")],
+          "resumed: %s" % got)
+    lab("c", "x")                      # back in, after the gap: ADDED
+    check(events(r, 1) == [("ADDED", "c")], "back in the selector")
+    c.close()
+
+
 @scenario("ServeSlowWatcherDropped", 15)
 def t_slow(s):
     s.server("--bookmark-interval", "0")
@@ -753,15 +801,22 @@ def t_unix_token(s):
     check(not os.path.exists(path), "the socket file is removed on exit")
     # Not loopback: refused without a token file...
     bad = s.kreflect("--listen", "0.0.0.0:%d" % free_port(), name="nottoken")
-    check(bad.wait_exit(10) == 2 and "--listen-token-file (or --listen-health-only) is required" in bad.stderr(),
-          "0.0.0.0 without a token: %s" % bad.stderr_tail())
+    check(bad.wait_exit(10) == 2 and "--listen-token-file or --listen-client-ca-file (or --listen-health-only) "
+          "is required" in bad.stderr(), "0.0.0.0 without a token: %s" % bad.stderr_tail())
     # ...and with one, every request needs it; the file is re-read when it changes.
     tok = os.path.join(s.dir, "listen-token")
     with open(tok, "w") as f:
         f.write("first-token\n")
+    # ...and, with a token, refused without TLS unless --listen-insecure says so (logged)...
+    bad = s.kreflect("--listen", "0.0.0.0:%d" % free_port(), "--listen-token-file", tok, name="notls")
+    check(bad.wait_exit(10) == 2 and "so TLS (--listen-cert-file, --listen-key-file) or an explicit "
+          "--listen-insecure is required" in bad.stderr(), "0.0.0.0 without TLS: %s" % bad.stderr_tail())
     port = free_port()
-    kr = s.kreflect("--listen", "0.0.0.0:%d" % port, "--listen-token-file", tok, name="withtoken")
+    kr = s.kreflect("--listen", "0.0.0.0:%d" % port, "--listen-token-file", tok, "--listen-insecure",
+                    name="withtoken")
     kr.wait_synced(1)
+    check("--listen-insecure: 0.0.0.0:%d is served without TLS" % port in kr.stderr(),
+          "no warning for --listen-insecure: %s" % kr.stderr_tail())
     lo = Local.__new__(Local)
     lo.port = port
     st, hdr, body = lo.req("/healthz")
@@ -774,6 +829,385 @@ def t_unix_token(s):
     check(lo.req("/healthz", headers={"Authorization": "Bearer first-token"})[0] == 401, "rotated out")
     check(lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, "rotated in")
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
+
+
+@scenario("ServeListResourceVersions", 6)
+def t_list_rvs(s):
+    """resourceVersion and resourceVersionMatch on lists, as the kube-apiserver answers them."""
+    s.server()
+    s.create("cm-1")
+    old = s.rv()
+    s.create("cm-2")
+    lo = Local(s)
+    cur = s.rv()
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == cur, 5, "the mirror at the server's version")
+
+    def expect(query, code, reason=None, msg=None):
+        st, _, body = lo.req(NS + query)
+        check(st == code, "%s: %d, not %d: %s" % (query, st, code, body[:200]))
+        if code == 200:
+            lst = json.loads(body)
+            check(lst["metadata"]["resourceVersion"] == cur and len(lst["items"]) == 2, "%s: %s" % (query, lst))
+        else:
+            stt = status_of(body)
+            check(stt["reason"] == reason and stt["code"] == code, "%s: %s" % (query, stt))
+            check(msg is None or msg in stt["message"], "%s: %s" % (query, stt["message"]))
+
+    for q in ("", "?resourceVersion=", "?resourceVersion=0", "?resourceVersion=0&resourceVersionMatch=NotOlderThan",
+              "?resourceVersion=%s" % cur, "?resourceVersion=%s&resourceVersionMatch=Exact" % cur,
+              "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % old, "?resourceVersion=%s" % old):
+        expect(q, 200)
+    expect("?resourceVersion=%s&resourceVersionMatch=Exact" % old, 410, "Expired", "too old resource version")
+    newer = str(int(cur) + 1000)
+    for q in ("?resourceVersion=%s" % newer, "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % newer,
+              "?resourceVersion=%s&resourceVersionMatch=Exact" % newer):
+        expect(q, 504, "Timeout", "Too large resource version: %s, current: %s" % (newer, cur))
+    expect("?resourceVersion=0&resourceVersionMatch=Exact", 422, "Invalid", "forbidden for resourceVersion \"0\"")
+    expect("?resourceVersionMatch=NotOlderThan", 422, "Invalid", "forbidden unless resourceVersion is provided")
+    expect("?resourceVersion=1&resourceVersionMatch=Newest", 422, "Invalid", "Unsupported value: \"Newest\"")
+
+
+# ---------------------------------------------------------------------------- TLS on --listen
+
+def tls_ctx(ca, cert=None, key=None, version=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    if version:
+        ctx.minimum_version = ctx.maximum_version = version
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def tls_get(port, ctx, path, token=None, timeout=10):
+    """(status, body, TLS version) of one GET over TLS."""
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+    try:
+        c.request("GET", path, headers={"Authorization": "Bearer " + token} if token else {})
+        version = c.sock.version()
+        r = c.getresponse()
+        return r.status, r.read(), version
+    finally:
+        c.close()
+
+
+def tls_relay(s, *extra, name="relay"):
+    """kreflect serving over TLS with the test API server's certificate, its token and CA for clients."""
+    wd = s.srv.workdir
+    port = free_port()
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", os.path.join(wd, "server.crt"),
+                    "--listen-key-file", os.path.join(wd, "server.key"),
+                    "--listen-token-file", s.srv.ready["token_file"], *extra, name=name)
+    kr.wait_synced(1)
+    return kr, port
+
+
+def token_of(s):
+    with open(s.srv.ready["token_file"]) as f:
+        return f.read().strip()
+
+
+def tls_setup(s):
+    """The test API server with 5 ConfigMaps, a relay over TLS that takes client certificates of its CA."""
+    s.server()
+    for i in range(5):
+        s.create("cm-%d" % i, {"k": "v%d" % i})
+    kr, port = tls_relay(s, "--listen-client-ca-file", os.path.join(s.srv.workdir, "ca.crt"))
+    return s.srv.workdir, kr, port
+
+
+@scenario("ServeTLSClients", 12)
+def t_tls_clients(s):
+    wd, kr, port = tls_setup(s)
+    ca = os.path.join(wd, "ca.crt")
+    check("over TLS (bearer token required)" in kr.stderr(), "start line: %s" % kr.stderr_tail())
+    tok = token_of(s)
+    want = s.server_objects()
+    # TLS 1.2 and 1.3, by token; the list equals the server's.
+    for v in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        st, body, got = tls_get(port, tls_ctx(ca, version=v), NS, tok)
+        check(st == 200 and got == {ssl.TLSVersion.TLSv1_2: "TLSv1.2", ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[v],
+              "%s: %d %s" % (v, st, got))
+        check(keys_rvs(json.loads(body)["items"]) == want, "the list over %s differs from the server" % got)
+    # No token: the apiserver's 401 Status; a wrong one too.
+    st, body, _ = tls_get(port, tls_ctx(ca), NS)
+    check(st == 401 and status_of(body)["reason"] == "Unauthorized", "no token: %d %s" % (st, body[:100]))
+    check(tls_get(port, tls_ctx(ca), NS, "wrong")[0] == 401, "a wrong token was let in")
+    # A client certificate signed by the client CA stands for the token.
+    st, body, _ = tls_get(port, tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key")), NS)
+    check(st == 200 and keys_rvs(json.loads(body)["items"]) == want, "by client certificate: %d" % st)
+    # A certificate from another CA is refused in the handshake, with a line saying why.
+    other = os.path.join(s.dir, "other")
+    os.makedirs(other)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-subj", "/CN=intruder", "-days", "1", "-keyout", other + "/k.pem",
+                    "-out", other + "/c.pem"], check=True, capture_output=True)
+    try:
+        tls_get(port, tls_ctx(ca, other + "/c.pem", other + "/k.pem", ssl.TLSVersion.TLSv1_2), NS)
+        check(False, "a client certificate from another CA was let in")
+    except (ssl.SSLError, ConnectionError, http.client.HTTPException):
+        pass
+    wait_until(lambda: "client certificate refused: not signed by --listen-client-ca-file" in kr.stderr(), 5,
+               "the refusal's log line")
+    # A client that does not trust the relay's certificate: the handshake fails, the relay goes on.
+    try:
+        tls_get(port, tls_ctx(other + "/c.pem"), NS, tok)
+        check(False, "a client with another CA accepted the relay's certificate")
+    except ssl.SSLCertVerificationError:
+        pass
+    # Plain HTTP to the TLS port is no request: closed, and the relay goes on.
+    lo = Local.__new__(Local)
+    lo.port = port
+    out = lo.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(not out.startswith(b"HTTP/1.1 200"), "plain HTTP answered on the TLS port: %r" % out[:40])
+    check(tls_get(port, tls_ctx(ca), "/healthz", tok)[0] == 200, "the relay stopped serving after bad clients")
+    # kubectl with the relay's CA and the token.
+    if os.path.exists(KUBECTL):
+        r = subprocess.run([KUBECTL, "--server", "https://127.0.0.1:%d" % port, "--certificate-authority", ca,
+                            "--token", tok, "get", "configmaps", "-n", "default", "-o", "json"],
+                           capture_output=True, timeout=30, env={"HOME": s.dir, "PATH": "/usr/bin:/bin"})
+        check(r.returncode == 0 and keys_rvs(json.loads(r.stdout)["items"]) == want,
+              "kubectl over TLS: %s" % r.stderr[-300:])
+    else:
+        check(False, "no kubectl at %s (make deps)" % KUBECTL)
+    check(tok not in kr.stderr(), "the token in the log")
+
+
+@scenario("ServeTLSDownstreamKreflect", 12)
+def t_tls_downstream(s):
+    """A downstream kreflect mirrors the relay over TLS (by token, then by client certificate) and follows it."""
+    wd, kr, port = tls_setup(s)
+    url = "https://127.0.0.1:%d" % port
+    down = s.kreflect(server_url=url, name="down-token")       # the CA and token of the test setup
+    down.wait_synced(1)
+    s.check_mirror(down)
+    bycert = s.kreflect("--client-certificate", os.path.join(wd, "client.crt"),
+                        "--client-key", os.path.join(wd, "client.key"), server_url=url, auth=False,
+                        name="down-cert")
+    bycert.wait_synced(1)
+    s.check_mirror(bycert)
+    s.update("cm-1", {"k": "changed"})
+    s.delete("cm-2")
+    s.create("new", {"k": "new"})
+    s.check_mirror(down)
+    s.check_mirror(bycert)
+    lo = [x for x in s.ctl.log() if x["path"] == NS]
+    check(all("127.0.0.1:%d" % port not in json.dumps(x) for x in lo), "the downstream reached the API server")
+
+
+@scenario("ServeTLSSessionsBound", 12)
+def t_tls_bound(s):
+    """More TLS sessions than KR_SERVE_TLS_CONNS: refused with a log line; the others go on."""
+    s.server()
+    s.create("cm-1")
+    wd = s.srv.workdir
+    ca = os.path.join(wd, "ca.crt")
+    kr, port = tls_relay(s)
+    n = CAPACITY_TLS(kr)
+    tok = token_of(s)
+    socks = []
+    try:
+        for _ in range(n):
+            socks.append(tls_ctx(ca).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                                                 server_hostname="127.0.0.1"))
+        # The next one is answered with the apiserver's 503 Status over TLS, as a client can read it...
+        st, body, _ = tls_get(port, tls_ctx(ca), "/healthz", tok)
+        check(st == 503 and status_of(body)["reason"] == "ServiceUnavailable" and "KR_SERVE_TLS_CONNS"
+              in status_of(body)["message"], "session %d: %d %s" % (n + 1, st, body[:200]))
+        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use (answered 503)"
+                   in kr.stderr(), 5, "the refusal's log line")
+        # ...and while that one is taken (a client that never finishes its handshake), one more is
+        # closed (no memory for a Status), with a line.
+        held = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.3)
+        try:
+            got = tls_get(port, tls_ctx(ca), "/healthz", tok, timeout=5)
+            check(False, "session %d was answered: %s" % (n + 2, got[:2]))
+        except (ssl.SSLError, ConnectionError, http.client.HTTPException):
+            pass
+        held.close()
+        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use\n" in kr.stderr(), 5,
+                   "the close's log line")
+        # The open sessions still work.
+        socks[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
+        check(socks[0].recv(100).startswith(b"HTTP/1.1 200"), "an open session stopped working")
+    finally:
+        for c in socks:
+            c.close()
+    wait_until(lambda: tls_ok(port, ca, tok), 5, "a session once the others closed")
+
+
+def tls_ok(port, ca, tok):
+    try:
+        return tls_get(port, tls_ctx(ca), "/healthz", tok)[0] == 200
+    except (ssl.SSLError, ConnectionError):
+        return False
+
+
+def CAPACITY_TLS(kr):
+    out = subprocess.run([e2e.BIN, "--print-budget"], capture_output=True, text=True).stdout
+    m = re.search(r"listen-tls.*?(\d+) sessions", out)
+    check(m, "--print-budget names no TLS sessions: %s" % out[-400:])
+    return int(m.group(1))
+
+
+@scenario("ServeTLSRotation", 20)
+def t_tls_rotation(s):
+    """New certificate files are used for the connections after (the files are looked at every 10 s)."""
+    s.server()
+    s.create("cm-1")
+    wd = s.srv.workdir
+    cert, key = os.path.join(s.dir, "tls.crt"), os.path.join(s.dir, "tls.key")
+    shutil.copy(os.path.join(wd, "server.crt"), cert)
+    shutil.copy(os.path.join(wd, "server.key"), key)
+    port = free_port()
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", cert, "--listen-key-file", key,
+                    name="relay")
+    kr.wait_synced(1)
+    ca = os.path.join(wd, "ca.crt")
+    check(tls_get(port, tls_ctx(ca), "/healthz")[0] == 200, "before the rotation")
+    # A half-written rotation (a key that does not match) keeps the old certificate, and says so.
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-subj", "/CN=rotated", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                    "-keyout", key + ".new", "-out", cert + ".new"], check=True, capture_output=True)
+    os.rename(cert + ".new", cert)
+    wait_until(lambda: tls_ok(port, ca, "") and "keeping the TLS certificate in use" in kr.stderr(), 15,
+               "the mismatched pair refused, the old one kept")
+    os.rename(key + ".new", key)
+
+    def rotated():
+        try:
+            return tls_get(port, tls_ctx(cert), "/healthz")[0] == 200
+        except (ssl.SSLError, ConnectionError):
+            return False
+    wait_until(rotated, 15, "the new certificate in use")
+    check("TLS certificate files changed" in kr.stderr(), "no log line for the rotation")
+
+
+# ---------------------------------------------------------------------------- identities and scope
+
+TOKENS = """# token,user[,uid[,groups]] as the kube-apiserver's --token-auth-file
+tok-a,device-a,1001
+tok-b,device-b
+tok-r,relay-2,3,"site,relays"
+"""
+ACCESS = """# user          namespaces     resources
+device-a        default        configmaps
+relay-2         *              configmaps,secrets
+kreflect-test   default        *
+"""
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@scenario("ServeIdentitiesAndScope", 14)
+def t_identities(s):
+    s.server()
+    s.create("cm-1")
+    s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
+    s.ctl.create("secrets", "default", "s1", data={"k": "dg=="})
+    wd = s.srv.workdir
+    ca = os.path.join(wd, "ca.crt")
+    tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
+    access = write(os.path.join(s.dir, "access"), ACCESS)
+    port = free_port()
+    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", os.path.join(wd, "server.crt"),
+                    "--listen-key-file", os.path.join(wd, "server.key"), "--listen-client-ca-file", ca,
+                    "--listen-token-file", tokens, "--listen-access-file", access, "--serve-secrets", "-A",
+                    resources=("configmaps", "secrets"), name="relay")
+    kr.wait_synced(2)
+    ctx = tls_ctx(ca)
+    cert = tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key"))
+
+    def expect(path, token, code, msg=None, c=ctx):
+        st, body, _ = tls_get(port, c, path, token)
+        check(st == code, "%s as %s: %d, not %d: %s" % (path, token, st, code, body[:200]))
+        if code != 200:
+            stt = status_of(body)
+            check(stt["code"] == code and stt["reason"] == {401: "Unauthorized", 403: "Forbidden"}[code],
+                  "%s: Status %s" % (path, stt))
+            if msg:
+                check(stt["message"] == msg, "%s as %s: message %r, not %r" % (path, token, stt["message"], msg))
+        return body
+
+    cms = "/api/v1/namespaces/default/configmaps"
+    items = json.loads(expect(cms, "tok-a", 200))["items"]
+    check([o["metadata"]["name"] for o in items] == ["cm-1"], "device-a's list: %s" % items)
+    expect(cms + "/cm-1", "tok-a", 200)
+    expect(cms + "?watch=1&resourceVersion=0&timeoutSeconds=1", "tok-a", 200)
+    expect("/api/v1/configmaps", "tok-a", 403, 'configmaps is forbidden: User "device-a" cannot list resource '
+           '"configmaps" in API group "" at the cluster scope')
+    expect("/api/v1/namespaces/other/configmaps?watch=true", "tok-a", 403, 'configmaps is forbidden: User '
+           '"device-a" cannot watch resource "configmaps" in API group "" in the namespace "other"')
+    expect("/api/v1/namespaces/other/configmaps/cm-o", "tok-a", 403, 'configmaps "cm-o" is forbidden: User '
+           '"device-a" cannot get resource "configmaps" in API group "" in the namespace "other"')
+    expect("/api/v1/namespaces/default/secrets", "tok-a", 403)
+    expect(cms, "tok-b", 403)                               # an identity with no rule reads nothing
+    expect(cms, "tok-unknown", 401)
+    items = json.loads(expect("/api/v1/secrets", "tok-r", 200))["items"]
+    check([o["metadata"]["name"] for o in items] == ["s1"], "relay-2's secrets: %s" % items)
+    items = json.loads(expect("/api/v1/configmaps", "tok-r", 200))["items"]
+    check(sorted(o["metadata"]["name"] for o in items) == ["cm-1", "cm-o"], "relay-2's list: %s" % items)
+    # The client certificate's CN is an identity: "*" resources, but not secrets (they must be named).
+    expect(cms, None, 200, c=cert)
+    expect("/api/v1/namespaces/default/secrets", None, 403, c=cert)
+    expect("/api/v1/namespaces/other/configmaps", None, 403, c=cert)
+    # Discovery and health are for every identity.
+    expect("/api/v1", "tok-b", 200)
+    expect("/healthz", "tok-b", 200)
+    # kubectl shows the Status's message.
+    if os.path.exists(KUBECTL):
+        r = subprocess.run([KUBECTL, "--server", "https://127.0.0.1:%d" % port, "--certificate-authority", ca,
+                            "--token", "tok-a", "get", "configmaps", "-n", "other"],
+                           capture_output=True, text=True, timeout=30, env={"HOME": s.dir, "PATH": "/usr/bin:/bin"})
+        check(r.returncode != 0 and 'Error from server (Forbidden): configmaps is forbidden: User "device-a"'
+              in r.stderr, "kubectl: %s" % r.stderr[-300:])
+    # A new identity in the file works at once; a broken file keeps the ones in use, said once.
+    write(tokens, TOKENS + "tok-c,device-a\n")
+    expect(cms, "tok-c", 200)
+    write(tokens, TOKENS + "tok-c,\n")
+    expect(cms, "tok-c", 200)
+    expect(cms, "tok-c", 200)
+    check(kr.stderr().count("keeping the identities in use") == 1 and "line 5: the user is empty" in kr.stderr(),
+          "the broken token file: %s" % kr.stderr_tail())
+    for t in ("tok-a", "tok-b", "tok-c", "tok-r"):
+        check(t not in kr.stderr(), "a token in the log")
+
+
+@scenario("ServeIdentityFilesRefused", 6)
+def t_identity_files_bad(s):
+    """Bad token and access files: exit 2 and the line that is wrong."""
+    s.server()
+    s.create("cm-1")
+    cases = [
+        ("--listen-token-file", "tok-a,device-a\nbare\n", "line 2: not token,user"),
+        ("--listen-token-file", "tok-a,device-a\ntok-a,device-b\n", "line 2: the same token as an earlier line"),
+        ("--listen-token-file", "# only a comment\n", "no token in the file"),
+        ("--listen-token-file", "tok a,device-a\n", "line 1: the token is empty, quoted, or has a space"),
+        ("--listen-access-file", "device-a default\n", "line 1: not: user namespaces resources"),
+        ("--listen-access-file", "\n\ndevice-a Default configmaps\n", "line 3: namespaces: not"),
+        ("--listen-access-file", "device-a default configmaps,,secrets\n", "line 1: resources: not"),
+    ]
+    tokens = write(os.path.join(s.dir, "good-tokens"), "tok-a,device-a\n")
+    for i, (flag, text, want) in enumerate(cases):
+        f = write(os.path.join(s.dir, "file%d" % i), text)
+        args = ["--listen", "127.0.0.1:%d" % free_port(), flag, f]
+        if flag == "--listen-access-file":
+            args += ["--listen-token-file", tokens]
+        bad = s.kreflect(*args, name="bad%d" % i)
+        check(bad.wait_exit(10) == 2 and want in bad.stderr(), "%r: %s" % (text, bad.stderr_tail()))
+    # The examples beside the relay's README are files it takes.
+    ex = os.path.join(ROOT, "config", "examples", "relay")
+    good = s.kreflect("--listen", "127.0.0.1:%d" % free_port(), "--listen-token-file", os.path.join(ex, "tokens.csv"),
+                      "--listen-access-file", os.path.join(ex, "access"), name="examples")
+    good.wait_synced(1)
+    bad = s.kreflect("--listen", "127.0.0.1:%d" % free_port(), "--listen-access-file",
+                     write(os.path.join(s.dir, "acc"), "a * *\n"), name="noidentities")
+    check(bad.wait_exit(10) == 2 and "needs --listen-token-file or --listen-client-ca-file" in bad.stderr(),
+          bad.stderr_tail())
 
 
 if __name__ == "__main__":

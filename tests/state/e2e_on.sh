@@ -2,10 +2,14 @@
 # The e2e scenarios (tests/e2e/test_e2e.py) once more with --state-dir on:
 # the host binary through a wrapper that adds --state-dir $HOME/state-on
 # (HOME is the scenario's own directory, so a scenario that runs kreflect
-# twice restarts it warm). Left out, by design: the four scenarios that
-# restart kreflect and expect the second run's stdout to hold the whole
-# mirror, which a warm restart does not print (it prints only the changes):
-# RandomChunkBoundaries, OnceExitsAfterSync, LabelSelector, CapacityObjectsAtList.
+# twice restarts it warm). Left out, by design: the scenarios that restart
+# kreflect and expect the second run to list cold, or its stdout to hold the
+# whole mirror, which a warm restart does not print (it prints only the
+# changes): RandomChunkBoundaries, OnceExitsAfterSync, LabelSelector,
+# CapacityObjectsAtList; and, since the first snapshot is written right after
+# the first sync (not an interval later), the three whose second run used to
+# come within that interval: ContentEncodingNotAskedFor, ConfigMap1MiBByteExact,
+# ObjectsTooLargeToHold.
 #
 #   sh tests/state/e2e_on.sh
 #
@@ -22,6 +26,7 @@ mkdir -p build/test/state-on || exit 1
 printf '#!/bin/sh\nexec %s --state-dir "$HOME/state-on" "$@"\n' "$bin" >build/test/state-on/kreflect
 chmod +x build/test/state-on/kreflect
 set -- $(python3 -c 'import sys; sys.path.insert(0, "tests/e2e"); import test_e2e
-skip = ("RandomChunkBoundaries", "OnceExitsAfterSync", "LabelSelector", "CapacityObjectsAtList")
+skip = ("RandomChunkBoundaries", "OnceExitsAfterSync", "LabelSelector", "CapacityObjectsAtList",
+        "ContentEncodingNotAskedFor", "ConfigMap1MiBByteExact", "ObjectsTooLargeToHold")
 print(" ".join(n for n, _, _ in test_e2e.SCENARIOS if n not in skip))') || exit 1
 exec python3 tests/e2e/test_e2e.py build/test/state-on/kreflect -j 3 "$@"

@@ -472,6 +472,26 @@ def t_journal_after_kill(s):
     check(f["o1"][2] == b"changed" and "o2" not in f and f["n"][2] == b"new", "files %s" % sorted(f))
 
 
+@scenario("StateFirstSnapshotAtSync", 6)
+def t_first_snapshot_at_sync(s):
+    """Killed one second after its first sync (default 60 s interval): the restart resumes."""
+    s.server()
+    for i in range(4):
+        s.create("o%d" % i, {"o%d" % i: "v"})
+    kr = s.kreflect(*state_args(s), name="first")
+    kr.wait_synced()
+    time.sleep(1)
+    rv = s.rv()
+    check("state: snapshot of 4 objects" in kr.stderr(), "no snapshot within 1 s of the first sync: %s"
+          % kr.stderr_tail())
+    kr.kill()                                   # SIGKILL: no snapshot at the stop
+    kr2, before = second_run(s)
+    kr2.wait_synced()
+    s.settle(0.5)
+    expect_requests(s.reqs()[before:], [W(rv, status="open")], "the restart's requests (no LIST or watch-list)")
+    check(not objects(kr2), "the restart printed %s" % names(objects(kr2)))
+
+
 if __name__ == "__main__":
     import atexit
     atexit.register(e.kill_all)
