@@ -1595,6 +1595,7 @@ static void request(struct kr_reflector *r, int kind)
 		if (!r->continue_token[0] && r->list_has_rv)
 			p[n++] = (struct kr_http_param){ "resourceVersion", r->list_req_rv };
 		r->phase = KR_PH_LIST;
+		r->lists++;     /* every page is a LIST request (kreflect_lists_total) */
 		r->list_pages++;
 		r->list_complete = 0;
 		req.inflate = list_gzip(r);
@@ -1625,7 +1626,6 @@ static void start_list(struct kr_reflector *r)
 	struct kr_reflect *top = r->top;
 	const char *rv = r->rv_unavailable ? "" : (r->last_rv[0] ? r->last_rv : "0");
 
-	r->lists++;
 	r->gen++;
 	r->listing = 1;
 	r->skipped = 0;

@@ -815,6 +815,32 @@ def t_watch_list_page_size(s):
                                        L(limit=4, cont=True), W(rv0, status="open")])
 
 
+@scenario("metrics-lists-count-pages", 4)
+def t_metrics_lists_count_pages(s):
+    # kreflect_lists_total is "LIST requests sent (pages included)": it once
+    # counted list cycles, so a paginated list of 3 pages showed 1.
+    s.server("--initial", 10, "--initial-size", 64, rv0_ignores_limit=False)
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    kr = s.kreflect("--watch-list", "off", "--page-size", "4", "--listen", "127.0.0.1:%d" % port)
+    kr.wait_synced(1, timeout=10)
+    s.settle()
+    lists = [e for e in s.reqs() if req_kind(e) == "L"]
+    check(len(lists) == 3, "want 3 pages of 4 for 10 objects, the server saw %d" % len(lists))
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    body = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        body += b
+    c.close()
+    got = [ln for ln in body.decode().splitlines() if ln.startswith("kreflect_lists_total{")]
+    check(got and got[0].endswith(" 3"), "kreflect_lists_total after 3 LIST pages: %s" % got)
+
+
 @scenario("TestReflectorNotPaginatingNotConsistentReads", 4)
 def t_not_paginating(s):
     s.server("--initial", 10, "--initial-size", 64)
