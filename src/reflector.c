@@ -1275,6 +1275,7 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 	/* The pager: an expired continue token -> one full list at the original RV. */
 	if (r->continue_token[0] && strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry) {
 		kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
+		r->expired++;   /* a 410 answer like any other (kreflect_expired_total) */
 		/* A list of its own: what the pages marked seen may be gone by now. */
 		r->gen++;
 		r->skipped = 0;

@@ -815,19 +815,14 @@ def t_watch_list_page_size(s):
                                        L(limit=4, cont=True), W(rv0, status="open")])
 
 
-@scenario("metrics-lists-count-pages", 4)
-def t_metrics_lists_count_pages(s):
-    # kreflect_lists_total is "LIST requests sent (pages included)": it once
-    # counted list cycles, so a paginated list of 3 pages showed 1.
-    s.server("--initial", 10, "--initial-size", 64, rv0_ignores_limit=False)
+def local_port():
     with socket.socket() as sk:
         sk.bind(("127.0.0.1", 0))
-        port = sk.getsockname()[1]
-    kr = s.kreflect("--watch-list", "off", "--page-size", "4", "--listen", "127.0.0.1:%d" % port)
-    kr.wait_synced(1, timeout=10)
-    s.settle()
-    lists = [e for e in s.reqs() if req_kind(e) == "L"]
-    check(len(lists) == 3, "want 3 pages of 4 for 10 objects, the server saw %d" % len(lists))
+        return sk.getsockname()[1]
+
+
+def metric_lines(port, name):
+    """The samples of one metric family on kreflect's --listen /metrics."""
     c = socket.create_connection(("127.0.0.1", port), timeout=5)
     c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     body = b""
@@ -837,8 +832,36 @@ def t_metrics_lists_count_pages(s):
             break
         body += b
     c.close()
-    got = [ln for ln in body.decode().splitlines() if ln.startswith("kreflect_lists_total{")]
+    return [ln for ln in body.decode().splitlines() if ln.startswith(name + "{")]
+
+
+@scenario("metrics-lists-count-pages", 4)
+def t_metrics_lists_count_pages(s):
+    # kreflect_lists_total is "LIST requests sent (pages included)": it once
+    # counted list cycles, so a paginated list of 3 pages showed 1.
+    s.server("--initial", 10, "--initial-size", 64, rv0_ignores_limit=False)
+    port = local_port()
+    kr = s.kreflect("--watch-list", "off", "--page-size", "4", "--listen", "127.0.0.1:%d" % port)
+    kr.wait_synced(1, timeout=10)
+    s.settle()
+    lists = [e for e in s.reqs() if req_kind(e) == "L"]
+    check(len(lists) == 3, "want 3 pages of 4 for 10 objects, the server saw %d" % len(lists))
+    got = metric_lines(port, "kreflect_lists_total")
     check(got and got[0].endswith(" 3"), "kreflect_lists_total after 3 LIST pages: %s" % got)
+
+
+@scenario("metrics-expired-continue", 4)
+def t_metrics_expired_continue(s):
+    # An expired continue token is a 410 answer: kreflect_expired_total counts
+    # it (it once did not; a compaction on the real server found it).
+    s.server("--initial", 10, "--initial-size", 64, rv0_ignores_limit=False)
+    s.ctl.fault(kind="expired", match="continue=", watch=False, count=1)
+    port = local_port()
+    kr = s.kreflect("--watch-list", "off", "--page-size", "4", "--listen", "127.0.0.1:%d" % port)
+    kr.wait_synced(1, timeout=10)
+    s.check_mirror(kr)
+    got = metric_lines(port, "kreflect_expired_total")
+    check(got and got[0].endswith(" 1"), "kreflect_expired_total after one expired continue token: %s" % got)
 
 
 @scenario("TestReflectorNotPaginatingNotConsistentReads", 4)
