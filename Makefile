@@ -4,6 +4,7 @@
 #   make             build/kreflect (x86_64, static, stripped)
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
+#   make realapi     fetch and build the real API server tests/realapi/ runs against
 #   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
 #   make demo        run kreflect against the bundled test API server
 #   make check-symbols | lint | size | clean
