@@ -95,7 +95,7 @@ class Cluster:
                                         "--advertise-client-urls", self.etcd_url, "--listen-peer-urls", peer,
                                         "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer,
                                         "--log-level", "warn"])
-        self.ports = {"A": free_port(), "B": free_port(), "C": free_port()}
+        self.ports = {"A": free_port(), "B": free_port(), "C": free_port(), "D": free_port()}
         self.procs = {}
         self.ctx = ssl.create_default_context(cafile=d + "/ca.crt")
         for n in ("A", "B"):
@@ -194,6 +194,16 @@ class Cluster:
             args += ["-l", selector]
         items = json.loads(self.kubectl(*args, server=server, auth=auth))["items"]
         return {"%s/%s" % (ns, o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in items}
+
+    def requests(self, n):
+        """LIST and WATCH requests for configmaps server n has answered
+        (its apiserver_request_total)."""
+        total = 0
+        for line in self.call("GET", "/metrics", n=n, raw=True).decode().splitlines():
+            if line.startswith("apiserver_request_total{") and 'resource="configmaps"' in line and \
+                    ('verb="LIST"' in line or 'verb="WATCH"' in line):
+                total += int(float(line.rpartition(" ")[2]))
+        return total
 
     def etcd_rev(self):
         out = subprocess.run([ETCDCTL, "--endpoints", self.etcd_url, "endpoint", "status", "-w", "json"],
@@ -554,12 +564,16 @@ def t_listen(s):
 
 @case("client-go-side-by-side")
 def t_client_go(s):
+    # Side by side on the same etcd, each on an API server of its own (A for
+    # kreflect, D for client-go) so that each server's request counter is one
+    # client's.
     check(os.access(PEER, os.X_OK), "%s is missing: run make peers" % PEER)
     s.fill(30)
-    port = free_port()
-    kr = s.kreflect("--listen", "127.0.0.1:%d" % port)
+    s.cl.start("D")
+    base = {n: s.cl.requests(n) for n in ("A", "D")}
+    kr = s.kreflect()
     cg_out = open(os.path.join(s.dir, "client-go.out"), "wb")
-    cg = subprocess.Popen([PEER, "--server", s.cl.url("A"), "--certificate-authority", s.cl.d + "/ca.crt",
+    cg = subprocess.Popen([PEER, "--server", s.cl.url("D"), "--certificate-authority", s.cl.d + "/ca.crt",
                            "--token-file", s.token_file, "-n", s.ns, "configmaps"],
                           stdout=cg_out, stderr=open(os.path.join(s.dir, "client-go.err"), "wb"),
                           env=dict(e2e.hermetic_env(s.dir), KUBE_FEATURE_WatchListClient="true"))
@@ -569,6 +583,7 @@ def t_client_go(s):
         for i in range(5):
             s.cl.patch(s.ns, "cm-%03d" % i, {"data": {"k": "n%d" % i}})
         s.cl.delete(s.ns, "cm-010")
+        s.cl.create(s.ns, "cm-010", {"k": "again"})
         s.check_mirror(kr)
         want = s.cl.server_state(s.ns)
 
@@ -582,10 +597,12 @@ def t_client_go(s):
         cg.kill()
         cg.wait()
         e2e.forget(cg)
-    m = metrics(port)
-    print("  kreflect: %d LIST, %d watch-list, %d watch requests"
-          % (m.get("kreflect_lists_total", 0), m.get("kreflect_watch_lists_total", 0),
-             m.get("kreflect_watches_total", 0)))
+    kr.stop()
+    # A watch is counted when it ends: both clients are gone, their watches end.
+    time.sleep(1)
+    used = {n: s.cl.requests(n) - base[n] for n in ("A", "D")}
+    print("  LIST+WATCH requests: kreflect %d, client-go %d" % (used["A"], used["D"]))
+    check(0 < used["A"] <= used["D"], "kreflect took %d requests, client-go %d" % (used["A"], used["D"]))
 
 
 # =========================================================================== main
@@ -628,8 +645,9 @@ def main():
         for name, fn, _ in sel:
             t0 = time.monotonic()
             s = None
-            if "C" in cl.procs:
-                cl.kill("C")
+            for n in ("C", "D"):
+                if n in cl.procs:
+                    cl.kill(n)
             try:
                 s = Case(cl, name)
                 fn(s)
