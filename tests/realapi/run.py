@@ -45,7 +45,9 @@ ETCD = os.path.join(RA, "bin", "etcd")
 ETCDCTL = os.path.join(RA, "bin", "etcdctl")
 KUBECTL = os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
 PEER = os.path.join(ROOT, "build", "peers", "client-go-peer")
+QEMU = {"aarch64": "qemu-aarch64", "armv7": "qemu-arm"}
 CASES = []
+TARGET = "x86_64"
 
 
 def case(name, basic=False):
@@ -237,6 +239,14 @@ class Case:
         self.srv = type("Srv", (), {})()
         self.srv.ready = {"server": cl.url("A"), "ca": cl.d + "/ca.crt", "token_file": self.token_file}
         self.krs = []
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "realapi",
+                       "clusters": [{"name": "realapi", "cluster": {"server": cl.url("A"),
+                                                                    "certificate-authority": cl.d + "/ca.crt"}}],
+                       "users": [{"name": "kreflect", "user": {"tokenFile": self.token_file}}],
+                       "contexts": [{"name": "realapi", "context": {"cluster": "realapi", "user": "kreflect",
+                                                                    "namespace": self.ns}}]}, f)
         cl.namespace(self.ns)
 
     def kreflect(self, *args, **kw):
@@ -539,15 +549,89 @@ def t_once(s):
     d = os.path.join(s.dir, "out")
     kr = s.kreflect("--once", "--dir", d)
     check(kr.wait_exit(60) == 0, "--once exit code %s: %s" % (kr.rc, kr.stderr_tail()))
-    items = json.loads(s.cl.kubectl("get", "configmaps", "-n", s.ns, "-o", "json"))["items"]
-    want = {k: v for o in items for k, v in (o.get("data") or {}).items()}
-    got = {}
-    for f in os.listdir(d):
-        p = os.path.join(d, f)
-        if os.path.isfile(p) and not f.startswith("."):
-            with open(p) as fh:
-                got[f] = fh.read()
-    check({k: want[k] for k in want} == {k: got.get(k) for k in want}, "files differ from kubectl's data")
+    wait_files(d, labelled_data(s), timeout=1)
+
+
+def wait_files(d, want, timeout=30):
+    """The regular files under d (name -> content) become want."""
+    def files():
+        got = {}
+        for f in os.listdir(d) if os.path.isdir(d) else ():
+            p = os.path.join(d, f)
+            if os.path.isfile(p) and not f.startswith("."):
+                with open(p) as fh:
+                    got[f] = fh.read()
+        return got
+    try:
+        wait_until(lambda: files() == want, timeout, "the files in %s" % d, 0.2)
+    except Fail:
+        raise Fail("files in %s: %s, want %s" % (d, sorted(files()), sorted(want))) from None
+
+
+def labelled_data(s, selector=None):
+    """Every data key of the namespace's ConfigMaps (those selector matches)."""
+    args = ["get", "configmaps", "-n", s.ns, "-o", "json"] + (["-l", selector] if selector else [])
+    items = json.loads(s.cl.kubectl(*args))["items"]
+    return {k: v for o in items for k, v in (o.get("data") or {}).items()}
+
+
+@case("k8s-sidecar")
+def t_sidecar(s):
+    for i in range(3):
+        s.cl.create(s.ns, "dash-%d" % i, {"d%d.json" % i: '{"n": %d}' % i}, labels={"dashboard": "1"})
+    s.cl.create(s.ns, "other", {"other.json": "{}"})
+    folder = os.path.join(s.dir, "dashboards")
+    env = {"LABEL": "dashboard", "LABEL_VALUE": "1", "FOLDER": folder, "NAMESPACE": s.ns,
+           "RESOURCE": "configmap", "METHOD": "WATCH", "HEALTH_PORT": "0", "KUBECONFIG": s.kubeconfig}
+    err = open(os.path.join(s.dir, "sidecar.err"), "wb")
+    sc = subprocess.Popen([e2e.BIN, "--k8s-sidecar"], stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                          env=dict(e2e.hermetic_env(s.dir), **env))
+    e2e.remember(sc)
+    try:
+        wait_files(folder, labelled_data(s, "dashboard=1"))
+        s.cl.patch(s.ns, "dash-1", {"data": {"d1.json": '{"n": "changed"}'}})
+        s.cl.delete(s.ns, "dash-2")
+        s.cl.patch(s.ns, "other", {"metadata": {"labels": {"dashboard": "1"}}})
+        wait_files(folder, labelled_data(s, "dashboard=1"))
+    finally:
+        sc.kill()
+        sc.wait()
+        e2e.forget(sc)
+
+
+@case("gateway-example")
+def t_gateway(s):
+    binary = os.path.join(ROOT, "build", TARGET, "tests", "gateway")
+    check(os.access(binary, os.X_OK), "%s is missing: make TARGET=%s target-tests" % (binary, TARGET))
+    s.cl.create(s.ns, "gw", {"log-level": "warn", "interval": "30", "enabled": "true"})
+    sock = os.path.join(s.dir, "gateway.sock")
+    out = open(os.path.join(s.dir, "gateway.out"), "wb")
+    cmd = ([QEMU[TARGET]] if TARGET in QEMU else []) + [
+        binary, "--kubeconfig", s.kubeconfig, "--namespace", s.ns, "--name", "gw", "--socket", sock]
+    gw = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=e2e.hermetic_env(s.dir))
+    e2e.remember(gw)
+
+    def answer():
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(2)
+        try:
+            c.connect(sock)
+            return c.recv(256).decode().strip()
+        except OSError:
+            return ""
+        finally:
+            c.close()
+    try:
+        wait_until(lambda: answer().startswith("log-level=warn interval=30 enabled=true"), 30,
+                   "the gateway's first settings", 0.2)
+        s.cl.patch(s.ns, "gw", {"data": {"log-level": "debug", "interval": "5", "enabled": "false"}})
+        rv = json.loads(s.cl.kubectl("get", "configmap", "gw", "-n", s.ns, "-o", "json"))["metadata"]["resourceVersion"]
+        want = "log-level=debug interval=5 enabled=false rv=%s" % rv
+        wait_until(lambda: answer() == want, 30, "the gateway to answer %r" % want, 0.2)
+    finally:
+        gw.kill()
+        gw.wait()
+        e2e.forget(gw)
 
 
 @case("listen-kubectl")
@@ -619,12 +703,14 @@ def main():
     shutil.rmtree(e2e.ART, ignore_errors=True)
     os.makedirs(e2e.ART)
     e2e.BIN = binary
+    global TARGET
+    TARGET = target
     if target in ("aarch64", "armv7"):
         basic = True
         # A wrapper that execs qemu-user: same pid, same signals.
         e2e.BIN = os.path.join(e2e.ART, "kreflect")
         with open(e2e.BIN, "w") as f:
-            f.write("#!/bin/sh\nexec %s %s \"$@\"\n" % ("qemu-aarch64" if target == "aarch64" else "qemu-arm", binary))
+            f.write("#!/bin/sh\nexec %s %s \"$@\"\n" % (QEMU[target], binary))
         os.chmod(e2e.BIN, 0o755)
     for p, what in ((SERVER, "make realapi"), (ETCD, "make realapi"), (KUBECTL, "make peers-deps"),
                     (binary, "make")):
