@@ -30,7 +30,6 @@ import subprocess
 import sys
 import time
 import traceback
-import urllib.request
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,12 +54,6 @@ def case(name, basic=False):
         CASES.append((name, fn, basic))
         return fn
     return deco
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def openssl(*args):
@@ -90,14 +83,14 @@ class Cluster:
         os.makedirs(d)
         make_certs(d)
         self.write_tokens({"test-token": "tester", "kreflect-token": "kreflect"})
-        self.etcd_port = free_port()
+        self.etcd_port = e2e.local_port()
         self.etcd_url = "http://127.0.0.1:%d" % self.etcd_port
-        peer = "http://127.0.0.1:%d" % free_port()
+        peer = "http://127.0.0.1:%d" % e2e.local_port()
         self.etcd = self.spawn("etcd", [ETCD, "--data-dir", d + "/etcd", "--listen-client-urls", self.etcd_url,
                                         "--advertise-client-urls", self.etcd_url, "--listen-peer-urls", peer,
                                         "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer,
                                         "--log-level", "warn"])
-        self.ports = {"A": free_port(), "B": free_port(), "C": free_port(), "D": free_port()}
+        self.ports = {"A": e2e.local_port(), "B": e2e.local_port(), "C": e2e.local_port(), "D": e2e.local_port()}
         self.procs = {}
         self.ctx = ssl.create_default_context(cafile=d + "/ca.crt")
         for n in ("A", "B"):
@@ -255,29 +248,27 @@ class Case:
         self.krs.append(kr)
         return kr
 
+    def paginated_on_c(self, page_size):
+        """kreflect listing in pages from C (no watch cache), with --listen."""
+        self.cl.start("C")
+        self.srv.ready["server"] = self.cl.url("C")
+        port = e2e.local_port()
+        return self.kreflect("--watch-list", "off", "--page-size", str(page_size),
+                             "--listen", "127.0.0.1:%d" % port), port
+
     def fill(self, n, prefix="cm", size=0):
         for i in range(n):
             self.cl.create(self.ns, "%s-%03d" % (prefix, i), {"k": "x" * size if size else "v%d" % i})
 
-    def check_mirror(self, kr, selector=None, timeout=20):
-        last = {}
+    # The e2e suite's check, with kubectl's view as the server's state.
+    mirror_rvs = e2e.Scenario.mirror_rvs
 
-        def p():
-            want = self.cl.server_state(self.ns, selector)
-            m, _ = kr.mirror()
-            got = {k: o["metadata"].get("resourceVersion") for k, o in m.items()}
-            last["want"], last["got"] = want, got
-            return got == want
-        try:
-            wait_until(p, timeout, "the mirror to equal kubectl's view", 0.3)
-        except Fail:
-            want, got = last["want"], last["got"]
-            raise Fail("mirror differs from kubectl: missing %s, extra %s, stale %s" % (
-                sorted(set(want) - set(got))[:5], sorted(set(got) - set(want))[:5],
-                sorted(k for k in set(want) & set(got) if want[k] != got[k])[:5])) from None
-        _, anomalies = kr.mirror()
-        check(not anomalies, "the event stream does not fold cleanly: %s" % "; ".join(anomalies[:5]))
-        check(not kr.bad, "lines that are not JSON: %r" % kr.bad[:2])
+    def server_objects(self):
+        return self.cl.server_state(self.ns, self.selector)
+
+    def check_mirror(self, kr, selector=None, timeout=20):
+        self.selector = selector
+        e2e.Scenario.check_mirror(self, kr, timeout)
 
     def sanitizer_check(self):
         for kr in self.krs:
@@ -292,32 +283,16 @@ class Case:
                 pass
 
 
-def metrics(port):
-    """kreflect's /metrics summed over labels: {name: value}."""
-    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
-    out = {}
-    for line in body.splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        name, _, value = line.rpartition(" ")
-        name = name.split("{")[0]
-        try:
-            out[name] = out.get(name, 0) + float(value)
-        except ValueError:
-            pass
-    return out
-
-
 # =========================================================================== cases
 
 @case("watch-list", basic=True)
 def t_watch_list(s):
     s.fill(40)
-    port = free_port()
+    port = e2e.local_port()
     kr = s.kreflect("--listen", "127.0.0.1:%d" % port)
     kr.wait_synced(1, 30)
     s.check_mirror(kr)
-    m = metrics(port)
+    m = e2e.kreflect_metrics(port)
     check(m.get("kreflect_watch_lists_total", 0) == 1 and m.get("kreflect_lists_total", 0) == 0,
           "want one watch-list and no LIST: %s" % {k: v for k, v in m.items() if "lists" in k})
 
@@ -327,11 +302,11 @@ def t_rv0_list(s):
     # The first LIST is at resourceVersion 0, as client-go's: the watch cache
     # answers it whole, whatever the limit.
     s.fill(40)
-    port = free_port()
+    port = e2e.local_port()
     kr = s.kreflect("--watch-list", "off", "--page-size", "7", "--listen", "127.0.0.1:%d" % port)
     kr.wait_synced(1, 30)
     s.check_mirror(kr)
-    m = metrics(port)
+    m = e2e.kreflect_metrics(port)
     check(m.get("kreflect_lists_total", 0) == 1, "want 1 LIST (RV 0, from the watch cache), got %s"
           % m.get("kreflect_lists_total"))
 
@@ -339,15 +314,12 @@ def t_rv0_list(s):
 @case("paginated-list", basic=True)
 def t_paginated(s):
     s.fill(40)
-    s.cl.start("C")
-    s.srv.ready["server"] = s.cl.url("C")
-    port = free_port()
-    kr = s.kreflect("--watch-list", "off", "--page-size", "7", "--listen", "127.0.0.1:%d" % port)
+    kr, port = s.paginated_on_c(7)
     kr.wait_synced(1, 30)
     s.cl.create(s.ns, "later")
     kr.wait_event("ADDED", "later", 20)
     s.check_mirror(kr)
-    m = metrics(port)
+    m = e2e.kreflect_metrics(port)
     check(m.get("kreflect_lists_total", 0) == 6, "want 6 pages of 7 for 40 objects from etcd, got %s LISTs"
           % m.get("kreflect_lists_total"))
 
@@ -357,10 +329,7 @@ def t_continue_expired(s):
     # A continue token outlives etcd's compaction of its revision: 410, and
     # the pager's fallback, a full list.
     s.fill(100)
-    s.cl.start("C")
-    s.srv.ready["server"] = s.cl.url("C")
-    port = free_port()
-    kr = s.kreflect("--watch-list", "off", "--page-size", "1", "--listen", "127.0.0.1:%d" % port)
+    kr, port = s.paginated_on_c(1)
     kr.wait(lambda ls: len(ls) >= 5, 30, "the first pages")
     kr.proc.send_signal(signal.SIGSTOP)       # between two pages
     try:
@@ -370,7 +339,7 @@ def t_continue_expired(s):
         kr.proc.send_signal(signal.SIGCONT)
     kr.wait_synced(1, 60)
     s.check_mirror(kr)
-    m = metrics(port)
+    m = e2e.kreflect_metrics(port)
     check(m.get("kreflect_expired_total", 0) >= 1, "no 410 seen (the list ended before a compaction): %s"
           % {k: v for k, v in m.items() if "list" in k or "expired" in k})
 
@@ -380,11 +349,11 @@ def t_gzip(s):
     s.fill(300, size=1024)     # ~400 KB of JSON: the apiserver compresses a LIST over 128 KB
     got = {}
     for g in ("on", "off"):
-        port = free_port()
+        port = e2e.local_port()
         kr = s.kreflect("--watch-list", "off", "--gzip", g, "--listen", "127.0.0.1:%d" % port, name="gzip-" + g)
         kr.wait_synced(1, 30)
         s.check_mirror(kr)
-        got[g] = metrics(port).get("kreflect_received_bytes_total", 0)
+        got[g] = e2e.kreflect_metrics(port).get("kreflect_received_bytes_total", 0)
         kr.stop()
     check(0 < got["on"] < got["off"] / 3, "received bytes: gzip on %d, off %d" % (got["on"], got["off"]))
     print("  gzip on %d bytes, off %d bytes" % (got["on"], got["off"]))
@@ -419,12 +388,18 @@ def t_selector(s):
     s.check_mirror(kr, selector="app=web")
 
 
-@case("apiserver-sigkill-410")
-def t_sigkill(s):
-    s.fill(10)
+def synced_then_killed(s, n):
+    """kreflect mirrors n objects, then A is SIGKILLed."""
+    s.fill(n)
     kr = s.kreflect()
     kr.wait_synced(1, 30)
     s.cl.kill("A")
+    return kr
+
+
+@case("apiserver-sigkill-410")
+def t_sigkill(s):
+    kr = synced_then_killed(s, 10)
     for i in (1, 2, 3):
         s.cl.delete(s.ns, "cm-%03d" % i)
     s.cl.create(s.ns, "during-gap")
@@ -436,10 +411,7 @@ def t_sigkill(s):
 
 @case("port-refused")
 def t_refused(s):
-    s.fill(5)
-    kr = s.kreflect()
-    kr.wait_synced(1, 30)
-    s.cl.kill("A")
+    kr = synced_then_killed(s, 5)
     time.sleep(5)       # reconnects refused meanwhile
     s.cl.delete(s.ns, "cm-000")
     s.cl.patch(s.ns, "cm-001", {"data": {"k": "while-down"}})
@@ -469,7 +441,7 @@ def t_etcd_stop(s):
 def t_warm(s):
     s.fill(10)
     state = os.path.join(s.dir, "state")
-    port = free_port()
+    port = e2e.local_port()
     kr = s.kreflect("--state-dir", state, name="first")
     kr.wait_synced(1, 30)
     check(kr.stop() == 0, "first kreflect's exit code")
@@ -482,7 +454,7 @@ def t_warm(s):
     changes = sorted((e["type"], e["object"]["metadata"]["name"]) for e in kr2.snapshot() if e.get("type") != "SYNCED")
     check(changes == [("ADDED", "while-down"), ("DELETED", "cm-002"), ("MODIFIED", "cm-001")],
           "want exactly the three changes made while down, got %s" % changes)
-    m = metrics(port)
+    m = e2e.kreflect_metrics(port)
     check(m.get("kreflect_lists_total", 0) == 0 and m.get("kreflect_watch_lists_total", 0) == 0,
           "a warm restart lists nothing: %s" % {k: v for k, v in m.items() if "lists" in k})
     # The mirror is the first run's folded with the second's.
@@ -637,7 +609,7 @@ def t_gateway(s):
 @case("listen-kubectl")
 def t_listen(s):
     s.fill(12)
-    port = free_port()
+    port = e2e.local_port()
     kr = s.kreflect("--listen", "127.0.0.1:%d" % port)
     kr.wait_synced(1, 30)
     s.cl.patch(s.ns, "cm-005", {"data": {"k": "new"}})
