@@ -7,7 +7,8 @@ on a real etcd (tests/realapi/server/, built by `make realapi`).
 TARGET picks the binary as tests/e2e/run.sh does: x86_64 (default) ->
 build/kreflect, asan -> build/asan/kreflect, aarch64 and armv7 ->
 build/TARGET/kreflect under qemu-user, where only the basic cases run
-(--basic chooses them for any target). NAME selects cases by substring.
+(--basic chooses them for any target; NAME overrides it). NAME selects
+cases by substring.
 One etcd and two API server processes on it are shared by every case: A, the
 one kreflect talks to (killed, restarted, its tokens changed), and B, through
 which the test writes and kubectl reads, so writes go on while A is down; C,
@@ -571,7 +572,7 @@ def t_sidecar(s):
         e2e.forget(sc)
 
 
-@case("gateway-example")
+@case("gateway-example", basic=True)
 def t_gateway(s):
     binary = os.path.join(ROOT, "build", TARGET, "tests", "gateway")
     check(os.access(binary, os.X_OK), "%s is missing: make TARGET=%s target-tests" % (binary, TARGET))
@@ -678,7 +679,7 @@ def main():
     global TARGET
     TARGET = target
     if target in ("aarch64", "armv7"):
-        basic = True
+        basic = basic or not args
         # A wrapper that execs qemu-user: same pid, same signals.
         e2e.BIN = os.path.join(e2e.ART, "kreflect")
         with open(e2e.BIN, "w") as f:
@@ -696,6 +697,10 @@ def main():
                                           if v[1] in ("golang-k8s-apiserver-dev", "golang-etcd-server-dev",
                                                       "golang-1.27-go", "etcd-server")))
     sel = [c for c in CASES if (not basic or c[2]) and (not args or any(a in c[0] for a in args))]
+    if not sel:
+        print("FAIL setup: no case matches %s" % " ".join(args))
+        print("0 passed, 1 failed")
+        return 1
     passed = failed = 0
     cl = None
     try:
