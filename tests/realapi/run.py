@@ -20,6 +20,7 @@ server. Prints "ok NAME" or "FAIL NAME: reason"; the last line is
 "N passed, N failed". Artifacts: build/test/realapi-<target>/.
 """
 
+import base64
 import http.client
 import json
 import os
@@ -605,6 +606,37 @@ def t_gateway(s):
         gw.kill()
         gw.wait()
         e2e.forget(gw)
+
+
+@case("secrets-dir")
+def t_secrets(s):
+    for i in range(3):
+        s.cl.call("POST", "/api/v1/namespaces/%s/secrets" % s.ns,
+                  {"metadata": {"name": "s-%d" % i}, "stringData": {"pw-%d" % i: "secret %d" % i}})
+    d = os.path.join(s.dir, "out")
+    kr = s.kreflect("--once", "--dir", d, resources=("secrets",))
+    check(kr.wait_exit(60) == 0, "--once exit code %s: %s" % (kr.rc, kr.stderr_tail()))
+    items = json.loads(s.cl.kubectl("get", "secrets", "-n", s.ns, "-o", "json"))["items"]
+    check(all(o.get("type") == "Opaque" for o in items), "the server's secrets are not all Opaque")
+    want = {k: base64.b64decode(v).decode() for o in items for k, v in (o.get("data") or {}).items()}
+    wait_files(d, want, timeout=1)
+    modes = {f: os.stat(os.path.join(d, f)).st_mode & 0o777 for f in want}
+    check(set(modes.values()) == {0o600}, "secret files' modes: %s" % {f: oct(m) for f, m in modes.items()})
+
+
+@case("namespaces")
+def t_namespaces(s):
+    # Cluster-scoped: every namespace, as kubectl lists them.
+    kr = s.kreflect(resources=("namespaces",))
+    kr.wait_synced(1, 30)
+    s.cl.namespace(s.ns + "-extra")
+    kr.wait_event("ADDED", s.ns + "-extra", 20)
+    names = {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+             for o in json.loads(s.cl.kubectl("get", "namespaces", "-o", "json"))["items"]}
+    m, anomalies = kr.mirror()
+    got = {k: o["metadata"]["resourceVersion"] for k, o in m.items()}
+    check(got == names, "mirrored namespaces %s, kubectl %s" % (sorted(got), sorted(names)))
+    check(not anomalies, "anomalies: %s" % anomalies[:3])
 
 
 @case("listen-kubectl")

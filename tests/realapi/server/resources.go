@@ -32,11 +32,7 @@ var resources = []resource{
 		plural: "secrets", singular: "secret", namespaced: true,
 		newObj:  func() runtime.Object { return &corev1.Secret{} },
 		newList: func() runtime.Object { return &corev1.SecretList{} },
-		prepare: func(obj runtime.Object) {
-			if s := obj.(*corev1.Secret); s.Type == "" {
-				s.Type = corev1.SecretTypeOpaque
-			}
-		},
+		prepare: prepareSecret,
 	},
 	{
 		plural: "namespaces", singular: "namespace", short: []string{"ns"}, namespaced: false,
@@ -71,9 +67,29 @@ func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 }
 
 func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		ns.Status = old.(*corev1.Namespace).Status
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		o.Status = old.(*corev1.Namespace).Status
+	case *corev1.Secret:
+		prepareSecret(o)
 	}
+}
+
+// prepareSecret does what kube-apiserver's conversion of a Secret does on
+// every write: stringData's keys are written into data (winning over data's)
+// and stringData is never stored; the type defaults to Opaque.
+func prepareSecret(obj runtime.Object) {
+	s := obj.(*corev1.Secret)
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+	if len(s.StringData) > 0 && s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
 }
 
 func (s strategy) nameRule() apivalidation.ValidateNameFunc {
