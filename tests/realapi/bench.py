@@ -9,8 +9,9 @@ syncs them from API server A (watch cache on) on its own, one after the
 other; a client runs until its SYNCED line and is then stopped. Printed per
 client: seconds to SYNCED, CPU seconds (user + system, from wait4) and peak
 RSS (VmHWM just before it is stopped: wait4's would include the Python
-process it was forked from). kreflect runs with --arena-bytes 64M --max-objects 131072 (the
-default 8 MiB arena holds fewer than 10,000 such objects). Not part of make
+process it was forked from). kreflect runs with --arena-bytes of 2 KiB per object (64 MiB at
+least) and --max-objects 131072 (the default 8 MiB arena holds fewer than
+10,000 such objects). Not part of make
 test: a measurement, with no pass or fail. Needs make realapi, make, make peers.
 """
 
@@ -69,7 +70,8 @@ def main():
             env = e2e.hermetic_env(s.dir)
             common = ["--server", cl.url("A"), "--certificate-authority", cl.d + "/ca.crt",
                       "--token-file", s.token_file, "-n", s.ns]
-            kr = [e2e.BIN] + common + ["--arena-bytes", "64M", "--max-objects", "131072", "-v", "0",
+            arena = "%dM" % max(64, n * 2 // 1024)       # 2 KiB per object, at least 64 MiB
+            kr = [e2e.BIN] + common + ["--arena-bytes", arena, "--max-objects", "131072", "-v", "0",
                                        "configmaps"]
             cg = [run.PEER] + common + ["configmaps"]
             for name, cmd, extra in (("kreflect", kr, {}),
