@@ -7,6 +7,7 @@
 #   make test-deps   the test-only packages and the reference peers (make test runs it)
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
+#   make realapi     fetch and build the real API server tests/realapi/ runs against
 #   make test-cross  unit tests and TLS proof for aarch64 and armv7 under qemu-user
 #   make demo        run kreflect against the bundled test API server
 #   make check-symbols | lint | size | clean
@@ -299,8 +300,9 @@ install: | $(MBEDTLS_STAMP) $(JSMN_H)
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
-# The test-only packages and peers first: a fresh machine needs only make deps.
-test: test-deps build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
+# The test-only packages and peers first, then the real API server (built once per
+# package set, outside the clone): a fresh machine needs only make deps.
+test: test-deps realapi build/kreflect | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(SUBMAKE) TARGET=x86_64 target-tests target-lib
 	$(Q)cp build/x86_64/kreflect.pc build/kreflect.pc
 	$(Q)+$(SUBMAKE) TARGET=x86_64 PORT=sim target-sim
@@ -571,6 +573,17 @@ build/peers/client-go-peer: $(wildcard tests/peers/client-go/*) | $(TRIXIE_STAMP
 	ln -sfn $(CURDIR)/tests/peers/client-go build/peers/gopath/src/kreflect/client-go-peer && \
 	$(GO_ENV) $(abspath $(TRIXIE_DIR))/usr/lib/go-1.24/bin/go build -trimpath -ldflags='-s -w' \
 	  -o $@.tmp kreflect/client-go-peer && mv -f $@.tmp $@
+
+# The real API server for tests/realapi/ (its README): Debian sid's Go 1.27 and
+# k8s.io/apiserver 0.36 and trixie's etcd, fetched through a private apt
+# configuration, and the server built from them, all in $(REALAPI_CACHE)/<key>
+# (outside the clone, keyed by the package versions, so a second run on the
+# machine reuses it); build/realapi/ links to it. Fails naming the versions
+# if the server does not build with them.
+REALAPI_CACHE ?= /var/cache/kreflect/realapi
+.PHONY: realapi
+realapi:
+	$(Q)sh tests/realapi/build.sh $(REALAPI_CACHE) $(DEBIAN_MIRROR)
 
 # The cross compilers' musl specs do not search /usr/include, so jsmn's header
 # is copied where every target looks.

@@ -1346,6 +1346,7 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 	/* The pager: an expired continue token -> one full list at the original RV. */
 	if (r->continue_token[0] && strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry) {
 		kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
+		r->expired++;   /* a 410 answer like any other (kreflect_expired_total) */
 		/* A list of its own: what the pages marked seen may be gone by now. */
 		r->gen++;
 		r->skipped = 0;
@@ -1666,6 +1667,7 @@ static void request(struct kr_reflector *r, int kind)
 		if (!r->continue_token[0] && r->list_has_rv)
 			p[n++] = (struct kr_http_param){ "resourceVersion", r->list_req_rv };
 		r->phase = KR_PH_LIST;
+		r->lists++;     /* every page is a LIST request (kreflect_lists_total) */
 		r->list_pages++;
 		r->list_complete = 0;
 		req.inflate = list_gzip(r);
@@ -1696,7 +1698,6 @@ static void start_list(struct kr_reflector *r)
 	struct kr_reflect *top = r->top;
 	const char *rv = r->rv_unavailable ? "" : (r->last_rv[0] ? r->last_rv : "0");
 
-	r->lists++;
 	r->gen++;
 	r->listing = 1;
 	r->skipped = 0;

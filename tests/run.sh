@@ -85,6 +85,8 @@ target_suites() {
 	run_suite "serve/$t" sh tests/serve/run.sh "$t"
 	run_suite "state/$t" sh tests/state/run.sh "$t"
 	run_suite "sidecar/$t" sh tests/sidecar/run.sh "$t"
+	# Against the real API server library on a real etcd (make realapi); ARM: the basic cases.
+	run_suite "realapi/$t" python3 tests/realapi/run.py "$t"
 	# The PROFILE=tiny build (config/README.md "The tiny profile"): on x86_64, and on
 	# the ARM targets under qemu-user.
 	case $t in x86_64 | aarch64 | armv7) run_suite "tiny/$t" sh tests/tiny/run.sh "$t" ;; esac

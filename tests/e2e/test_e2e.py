@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -813,6 +814,57 @@ def t_watch_list_page_size(s):
     pages = [L(rv="0", limit=4), L(limit=4, cont=True), L(limit=4, cont=True)]
     expect_requests(s.reqs(), pages + [W(rv0), L(rv=rv0, limit=4), L(limit=4, cont=True),
                                        L(limit=4, cont=True), W(rv0, status="open")])
+
+
+def local_port():
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def kreflect_metrics(port):
+    """kreflect's --listen /metrics: {family name: its samples summed over labels}."""
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, _, value = line.rpartition(" ")
+        name = name.split("{")[0]
+        try:
+            out[name] = out.get(name, 0) + float(value)
+        except ValueError:
+            pass
+    return out
+
+
+@scenario("metrics-lists-count-pages", 4)
+def t_metrics_lists_count_pages(s):
+    # kreflect_lists_total is "LIST requests sent (pages included)": it once
+    # counted list cycles, so a paginated list of 3 pages showed 1.
+    s.server("--initial", 10, "--initial-size", 64, rv0_ignores_limit=False)
+    port = local_port()
+    kr = s.kreflect("--watch-list", "off", "--page-size", "4", "--listen", "127.0.0.1:%d" % port)
+    kr.wait_synced(1, timeout=10)
+    s.settle()
+    lists = [e for e in s.reqs() if req_kind(e) == "L"]
+    check(len(lists) == 3, "want 3 pages of 4 for 10 objects, the server saw %d" % len(lists))
+    got = kreflect_metrics(port).get("kreflect_lists_total")
+    check(got == 3, "kreflect_lists_total after 3 LIST pages: %s" % got)
+
+
+@scenario("metrics-expired-continue", 4)
+def t_metrics_expired_continue(s):
+    # An expired continue token is a 410 answer: kreflect_expired_total counts
+    # it (it once did not; a compaction on the real server found it).
+    s.server("--initial", 10, "--initial-size", 64, rv0_ignores_limit=False)
+    s.ctl.fault(kind="expired", match="continue=", watch=False, count=1)
+    port = local_port()
+    kr = s.kreflect("--watch-list", "off", "--page-size", "4", "--listen", "127.0.0.1:%d" % port)
+    kr.wait_synced(1, timeout=10)
+    s.check_mirror(kr)
+    got = kreflect_metrics(port).get("kreflect_expired_total")
+    check(got == 1, "kreflect_expired_total after one expired continue token: %s" % got)
 
 
 @scenario("TestReflectorNotPaginatingNotConsistentReads", 4)
