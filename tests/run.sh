@@ -85,6 +85,8 @@ target_suites() {
 	run_suite "serve/$t" sh tests/serve/run.sh "$t"
 	run_suite "state/$t" sh tests/state/run.sh "$t"
 	run_suite "sidecar/$t" sh tests/sidecar/run.sh "$t"
+	# The sandbox from the inside (and, on x86_64, its allow list against strace).
+	run_suite "sandbox/$t" sh tests/sandbox/run.sh "$t"
 	# The PROFILE=tiny build (README "Sizes"): on x86_64, and on the ARM targets under qemu-user.
 	case $t in x86_64 | aarch64 | armv7) run_suite "tiny/$t" sh tests/tiny/run.sh "$t" ;; esac
 }

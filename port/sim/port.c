@@ -210,3 +210,18 @@ int kr_port_accept(int fd)
 	(void)fd;
 	return KR_IO_ERR;
 }
+
+/* The simulation is one process with no kernel to ask: nothing to apply. */
+int kr_port_sandbox(const struct kr_sandbox *sb, char *done, size_t size)
+{
+	(void)sb;
+	kr_snprintf(done, size, "sandbox: none in the simulation");
+	return 0;
+}
+
+int kr_port_sandbox_calls(char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+	return 0;
+}

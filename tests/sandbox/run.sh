@@ -1,0 +1,63 @@
+#!/bin/sh
+# The sandbox (port/posix/sandbox.c): the probe applies it as kreflect does
+# and tries what a parser bug would (tests/sandbox/probe.c); on x86_64 a few
+# e2e scenarios run under strace and every call made after the filter is set
+# must be on the allow list (tests/sandbox/calls.py).
+#
+#   sh tests/sandbox/run.sh [TARGET]
+#
+# ARM builds run under qemu-user, which hands seccomp() and Landlock's calls
+# to the host kernel: the filter then judges qemu's own x86_64 calls with the
+# target's audit arch, so it is applied with --sandbox auto only to show the
+# per-target numbers compile and the probe's refusals by Landlock hold.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+target=${1:-x86_64}
+case "$target" in
+x86_64) cc=x86_64-linux-musl-gcc q="" ;;
+aarch64) cc=aarch64-linux-musl-gcc q=qemu-aarch64 ;;
+armv7) cc=arm-linux-musleabihf-gcc q=qemu-arm ;;
+*) echo "FAIL setup: no probe for $target"; echo "0 passed, 1 failed"; exit 1 ;;
+esac
+w=build/test/sandbox-$target
+rm -rf "$w"
+mkdir -p "$w/out"
+passed=0
+failed=0
+if ! $cc -static -O2 -Wall -Wextra -Werror -Iport -Isrc -Iconfig -Ibuild/include -o "$w/probe" \
+	tests/sandbox/probe.c port/posix/sandbox.c src/fmt.c 2>"$w/cc.log"; then
+	cat "$w/cc.log"
+	echo "FAIL setup: cannot build tests/sandbox/probe.c for $target"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+echo secret >"$w/allowed"
+$q "$w/probe" "$w/out" "$w/allowed" on >"$w/probe.log" 2>&1
+cat "$w/probe.log"
+line=$(tail -n 1 "$w/probe.log")
+case "$line" in
+*" passed, "*" failed") p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*} ;;
+*) p=0 f=1; echo "FAIL the probe ended without a result" ;;
+esac
+passed=$((passed + p))
+failed=$((failed + f))
+[ -e /tmp/kreflect-sandbox-escape ] && { echo "FAIL /tmp/kreflect-sandbox-escape exists"; failed=$((failed + 1)); }
+rm -f /tmp/kreflect-sandbox-escape
+if [ "$target" = x86_64 ] && [ -x build/kreflect ] && command -v strace >/dev/null; then
+	mkdir -p "$w/traces"
+	printf '#!/bin/sh\nexec strace -f -qq -o %s/traces/t.$$ %s/build/kreflect "$@"\n' "$PWD/$w" "$PWD" >"$w/kreflect"
+	chmod +x "$w/kreflect"
+	python3 tests/e2e/test_e2e.py "$PWD/$w/kreflect" TokenRotation MultipleResources \
+		TestReflectorListAndWatch ReconnectWithoutAnswer >"$w/e2e.log" 2>&1
+	echo "e2e under strace: $(tail -n 1 "$w/e2e.log")"
+	"$w/probe" --calls >"$w/allowed-calls"
+	python3 tests/sandbox/calls.py "$w/allowed-calls" "$w"/traces/* >"$w/calls.log" 2>&1
+	cat "$w/calls.log"
+	line=$(tail -n 1 "$w/calls.log")
+	p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
+	passed=$((passed + p))
+	failed=$((failed + f))
+	tail -n 1 "$w/e2e.log" | grep -q ' 0 failed' || { echo "FAIL e2e scenarios under strace"; failed=$((failed + 1)); }
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
