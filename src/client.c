@@ -1202,6 +1202,7 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 {
 	static char token_dir[2][sizeof(((struct kr_auth *)0)->path)];
 	static char socket_dir[sizeof(((struct kr_serve *)0)->where)];
+	static char file_dir[4][512];
 	struct kr_sandbox sb;
 	struct kr_addr a;
 	int bad = 0;
@@ -1218,8 +1219,10 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 	sb.gid = o->gid;
 	sb.lookups = o->lookups;
 	for (i = 0; i < 4; i++) {
-		bad |= sb_add(sb.write_dir, o->write_dirs[i]) | sb_add(sb.read, o->read_files[i]) |
-		       sb_add(sb.exec, o->programs[i]);
+		/* A file re-read may be replaced (a new pid file, a rotated token): its directory too. */
+		bad |= sb_add(sb.write_dir, o->write_dirs[i]) | sb_add(sb.exec, o->programs[i]);
+		if (o->read_files[i])
+			bad |= sb_token(&sb, o->read_files[i], file_dir[i], sizeof(file_dir[i]));
 		if (o->tcp_ports[i])
 			sb_port(sb.connect, o->tcp_ports[i]);
 	}

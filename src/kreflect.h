@@ -414,7 +414,7 @@ enum kr_sandbox_mode { KR_SANDBOX_MODE_AUTO, KR_SANDBOX_MODE_ON, KR_SANDBOX_MODE
 struct kr_sandbox_opts {
 	enum kr_sandbox_mode mode;     /* AUTO: what the kernel supports; ON: all or an error */
 	const char *write_dirs[4];     /* the host's own output trees */
-	const char *read_files[4];     /* files the host re-reads */
+	const char *read_files[4];     /* files the host re-reads (their directories too) */
 	const char *programs[4];       /* programs the host starts (hooks): they may be run */
 	uint16_t tcp_ports[4];         /* other TCP ports the host connects to; 0 ends */
 	int lookups;                   /* 1: the host looks up names itself */

@@ -142,10 +142,13 @@ static const struct call {
 	CALL(read), CALL(write), CALL(writev), CALL(close), CALL(connect), CALL(accept4),
 	CALL(sendto), CALL(recvfrom), CALL(setsockopt), CALL(getsockopt), CALL(ppoll),
 	CALL(fcntl), CALL(ioctl), CALL(rt_sigprocmask), CALL(rt_sigaction), CALL(rt_sigreturn),
-	CALL(getrandom), CALL(clock_gettime), CALL(getpid), CALL(kill), CALL(madvise),
+	CALL(getrandom), CALL(getpid), CALL(kill), CALL(madvise),
 	CALL(exit_group), CALL(exit), CALL(restart_syscall), CALL(wait4),
 #ifdef SYS_poll
 	CALL(poll),
+#endif
+#ifdef SYS_clock_gettime
+	CALL(clock_gettime),
 #endif
 #ifdef SYS_clock_gettime64
 	CALL(clock_gettime64),
@@ -158,10 +161,11 @@ static const struct call {
 #endif
 	/* files: --dir, --state-dir, the token file, the --signal pid file */
 	CALL(openat), CALL(mkdirat), CALL(unlinkat), CALL(fsync), CALL(syncfs), CALL(pipe2),
-	CALL(renameat2),
+	CALL(renameat2), CALL(fchmod), CALL(fchmodat),
 #ifdef SYS_open
 	/* musl calls the old path calls where the target has them (x86_64, armv7) */
 	CALL(open), CALL(stat), CALL(lstat), CALL(mkdir), CALL(rename), CALL(unlink), CALL(rmdir),
+	CALL(chmod),
 #endif
 #ifdef SYS_stat64
 	CALL(stat64), CALL(lstat64),

@@ -37,6 +37,9 @@ EXTRA = {
     "mkdirat": "--dir-layout object",
     "unlinkat": "removed objects under --dir",
     "renameat2": "kept for a libc that renames with it",
+    "fchmod": "files under --dir get exactly --file-mode",
+    "fchmodat": "chmod where the target has no chmod call (aarch64)",
+    "chmod": "kr_port_fs_mkdir: a directory gets exactly its mode",
 }
 
 ARCH_NAMES = {"_llseek": "lseek", "fstat64": "fstat", "fstatat64": "newfstatat",
