@@ -493,9 +493,10 @@ static int writable(struct apply *a, const char *const *dirs, const struct kr_sa
 		    (st.st_uid != uid && st.st_gid != gid && (st.st_mode & 0003) == 0003))
 			continue;
 		kr_snprintf(a->why, a->why_size, "sandbox: user %ld (group %ld) could not write %s "
-			    "(owner %ld:%ld, mode %04o): chown it or choose another --user",
+			    "(owner %ld:%ld, mode %u%u%u%u): chown it or choose another --user",
 			    (long)uid, (long)gid, dirs[i], (long)st.st_uid, (long)st.st_gid,
-			    (unsigned)(st.st_mode & 07777));
+			    (unsigned)(st.st_mode >> 9) & 7, (unsigned)(st.st_mode >> 6) & 7,
+			    (unsigned)(st.st_mode >> 3) & 7, (unsigned)st.st_mode & 7);
 		return -1;
 	}
 	return 0;
