@@ -418,6 +418,8 @@ struct kr_sandbox_opts {
 	const char *programs[4];       /* programs the host starts (hooks): they may be run */
 	uint16_t tcp_ports[4];         /* other TCP ports the host connects to; 0 ends */
 	int lookups;                   /* 1: the host looks up names itself */
+	int syscall_filter;            /* 1: the system-call allow list too: from then on the
+					  host itself may make only the calls the client makes */
 	long uid, gid;                 /* the user and group to become (-1: keep) */
 };
 
@@ -426,8 +428,8 @@ struct kr_sandbox_opts {
  * process and every child it starts can read only the client's token and the
  * files named, write only under the state directory and write_dirs, run only
  * programs, connect only to the API server's, the proxy's and tcp_ports, and
- * make only the system calls the client needs (Linux: Landlock, seccomp,
- * no_new_privs; other ports: nothing). Cannot be undone. Returns 0 with what
+ * (with syscall_filter) make only the system calls the client needs (Linux:
+ * Landlock, seccomp, no_new_privs; other ports: nothing). Cannot be undone. Returns 0 with what
  * was applied in msg (one line), or KR_ENOTSUP (ON and the kernel lacks a
  * layer), KR_EINVAL, KR_ESTATE or KR_EIO with the reason in msg.
  */

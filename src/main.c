@@ -200,6 +200,16 @@ static const char usage[] =
 	"                                 (not a watch) be read within twice this (default 30)\n"
 	"  --listen-bookmark-interval SECONDS  BOOKMARK events to local watches that ask\n"
 	"                                 (default 60)\n"
+	"least privilege (after start-up: files, certificates and the socket open):\n"
+	"  --sandbox auto|on|off          auto (default): no_new_privs, Landlock (read the\n"
+	"                                 token files only, write only --dir and --state-dir,\n"
+	"                                 TCP only to the ports in use) and a system-call allow\n"
+	"                                 list, as far as the kernel has them (one log line\n"
+	"                                 says which); off with --exec or -- PROGRAM, which\n"
+	"                                 would inherit it; on: all of it (also for them) or\n"
+	"                                 an error\n"
+	"  --user USER, --group GROUP     become this user and group (names or numbers); the\n"
+	"                                 directories written must be writable by them\n"
 	"other:\n"
 	"  --print-budget                 print the static memory the capacities reserve\n"
 	"  --version                      print version, target, mbedTLS version and capacities\n"
@@ -983,6 +993,7 @@ static int apply_sandbox(const struct options *o)
 
 	memset(&sb, 0, sizeof(sb));
 	sb.mode = o->sandbox;
+	sb.syscall_filter = 1;
 	sb.uid = sb.gid = -1;
 	if (o->user && (sb.uid = id_of(o->user, "/etc/passwd", &gid, msg, sizeof(msg))) < 0)
 		return usage_error("--user: %s", msg);

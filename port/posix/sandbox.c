@@ -133,22 +133,27 @@ struct bpf_prog {
  * against this list (`kreflect --sandbox-calls` prints it). socket and clone
  * are checked apart, with their arguments.
  */
-#define CALL(name) { SYS_##name, #name }
+#define CALL(name) { SYS_##name, #name, 0 }
+#define CALL_NOEXEC(name) { SYS_##name, #name, 1 }
 static const struct call {
 	int nr;
 	const char *name;
+	int noexec;                    /* allowed only without PROT_EXEC (its third argument) */
 } calls[] = {
 	/* the loop: sockets, poll, signals, time, the log */
 	CALL(read), CALL(write), CALL(writev), CALL(close), CALL(connect), CALL(accept4),
 	CALL(sendto), CALL(recvfrom), CALL(setsockopt), CALL(getsockopt), CALL(ppoll),
-	CALL(fcntl), CALL(ioctl), CALL(rt_sigprocmask), CALL(rt_sigaction), CALL(rt_sigreturn),
-	CALL(getrandom), CALL(getpid), CALL(kill), CALL(madvise),
+	CALL(fcntl), CALL(rt_sigprocmask), CALL(rt_sigaction), CALL(rt_sigreturn),
+	CALL(getrandom), CALL(kill), CALL(madvise), CALL(nanosleep), CALL(gettid),
 	CALL(exit_group), CALL(exit), CALL(restart_syscall), CALL(wait4),
 #ifdef SYS_poll
 	CALL(poll),
 #endif
 #ifdef SYS_clock_gettime
 	CALL(clock_gettime),
+#endif
+#ifdef SYS_clock_nanosleep_time64
+	CALL(clock_nanosleep_time64),
 #endif
 #ifdef SYS_clock_gettime64
 	CALL(clock_gettime64),
@@ -187,11 +192,6 @@ static const struct call {
 #ifdef SYS_statx
 	CALL(statx),
 #endif
-#ifdef SYS__llseek
-	CALL(_llseek),
-#else
-	CALL(lseek),
-#endif
 	/* a child between fork and exec (hooks, the supervised program) */
 	CALL(execve),
 #ifdef SYS_dup2
@@ -201,12 +201,13 @@ static const struct call {
 #endif
 	/* musl's resolver in the lookup child: /etc/hosts, resolv.conf, UDP to the name server */
 	CALL(bind), CALL(recvmsg), CALL(sendmsg), CALL(sendmmsg),
+	/* musl's getaddrinfo allocates its answer in the lookup child; never executable memory */
+	CALL(brk), CALL(munmap), CALL_NOEXEC(mprotect),
 #ifdef SYS_mmap2
-	CALL(mmap2),
+	CALL_NOEXEC(mmap2),
 #else
-	CALL(mmap),
+	CALL_NOEXEC(mmap),
 #endif
-	CALL(munmap),
 };
 
 #define NCALLS (sizeof(calls) / sizeof(calls[0]))
@@ -215,7 +216,7 @@ static const struct call {
 #define FILTER_MAX (NCALLS + 32)
 
 /* Jump targets, resolved once the program is complete: the next instruction or a label. */
-enum { NEXT, SKIP1, L_CLONE, L_DOMAIN, L_DENY, L_ALLOW, NLABELS };
+enum { NEXT, SKIP1, L_CLONE, L_DOMAIN, L_NOEXEC, L_DENY, L_ALLOW, NLABELS };
 
 static struct bpf_insn filter[FILTER_MAX];
 static uint8_t jt_to[FILTER_MAX], jf_to[FILTER_MAX];
@@ -241,12 +242,14 @@ static void label(int l)
 #define SOCK_TYPE_MASK_ 0xf
 #define SOCK_STREAM_ 1
 #define SOCK_DGRAM_ 2
+#define PROT_EXEC_ 4
 
 /*
  * The filter: a call made for another architecture (x32 on x86_64 too)
  * kills the process; a listed call is allowed; socket() only for AF_INET and
  * AF_INET6 streams (and datagrams with udp: the resolver's); clone only as a
- * plain fork (no thread, no namespace); execve only with exec; anything else
+ * plain fork (no thread, no namespace); mmap and mprotect never for
+ * executable memory; execve only with exec; anything else
  * fails with EPERM, which the port reports as an error in words.
  */
 static void build_filter(int udp, int exec)
@@ -264,7 +267,7 @@ static void build_filter(int udp, int exec)
 #endif
 	for (i = 0; i < NCALLS; i++)
 		if (exec || calls[i].nr != SYS_execve)
-			emit(BPF_JEQ_K, (uint32_t)calls[i].nr, L_ALLOW, NEXT);
+			emit(BPF_JEQ_K, (uint32_t)calls[i].nr, calls[i].noexec ? L_NOEXEC : L_ALLOW, NEXT);
 	emit(BPF_JEQ_K, SYS_socket, NEXT, L_CLONE);
 	emit(BPF_LD_W_ABS, SD_ARG_LO(1), NEXT, NEXT);
 	emit(BPF_AND_K, SOCK_TYPE_MASK_, NEXT, NEXT);
@@ -281,6 +284,10 @@ static void build_filter(int udp, int exec)
 	emit(BPF_LD_W_ABS, SD_ARG_LO(0), NEXT, NEXT);
 	emit(BPF_JEQ_K, AF_INET_, L_ALLOW, NEXT);
 	emit(BPF_JEQ_K, AF_INET6_, L_ALLOW, L_DENY);
+	label(L_NOEXEC);
+	emit(BPF_LD_W_ABS, SD_ARG_LO(2), NEXT, NEXT);
+	emit(BPF_AND_K, PROT_EXEC_, NEXT, NEXT);
+	emit(BPF_JEQ_K, 0, L_ALLOW, L_DENY);
 	label(L_DENY);
 	emit(BPF_RET_K, SECCOMP_RET_ERRNO_ | EPERM, NEXT, NEXT);
 	label(L_ALLOW);
@@ -552,7 +559,9 @@ int kr_port_sandbox(const struct kr_sandbox *sb, char *done, size_t size)
 		return KR_EIO;
 	}
 	r = landlock(&a, sb);
-	if (r == 0)
+	if (r == 0 && sb->filter)
 		r = seccomp(&a, sb);
+	else if (r == 0)
+		said(&a, ", no system-call filter (the host's own calls)", "");
 	return r;
 }

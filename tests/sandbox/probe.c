@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +69,7 @@ int main(int argc, char **argv)
 	sb.write_dir[0] = argv[1];
 	sb.read[0] = argv[2];
 	sb.connect[0] = 443;
+	sb.filter = 1;
 	sb.uid = sb.gid = -1;
 	r = kr_port_sandbox(&sb, done, sizeof(done));
 	printf("%s %s\n", r == 0 ? "ok applied:" : "FAIL applying:", done);
@@ -113,6 +115,17 @@ int main(int argc, char **argv)
 	expect("UNIX socket", 0, fd >= 0, errno);
 	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	expect("packet socket", 0, fd >= 0, errno);
+	{
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		expect("mmap read-write", 1, m != MAP_FAILED, errno);
+		if (m != MAP_FAILED) {
+			r = mprotect(m, 4096, PROT_READ | PROT_EXEC);
+			expect("mprotect to executable", 0, r == 0, errno);
+		}
+		m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		expect("mmap executable", 0, m != MAP_FAILED, errno);
+	}
 	/* execve directly: the filter lists it only when programs are named. */
 	{
 		char *const sh[] = { "/bin/sh", "-c", "exit 0", NULL };

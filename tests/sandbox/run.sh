@@ -1,8 +1,9 @@
 #!/bin/sh
 # The sandbox (port/posix/sandbox.c): the probe applies it as kreflect does
 # and tries what a parser bug would (tests/sandbox/probe.c); on x86_64 a few
-# e2e scenarios run under strace and every call made after the filter is set
-# must be on the allow list (tests/sandbox/calls.py).
+# e2e scenarios and a name lookup run under strace and every call made after
+# the filter is set must be on the allow list, and every call on it must have
+# been made or have its reason (tests/sandbox/calls.py).
 #
 #   sh tests/sandbox/run.sh [TARGET]
 #
@@ -59,11 +60,20 @@ failed=$((failed + f))
 rm -f /tmp/kreflect-sandbox-escape
 if [ "$target" = x86_64 ] && [ -x build/kreflect ] && command -v strace >/dev/null; then
 	mkdir -p "$w/traces"
-	printf '#!/bin/sh\nexec strace -f -qq -o %s/traces/t.$$ %s/build/kreflect "$@"\n' "$PWD/$w" "$PWD" >"$w/kreflect"
+	# -D: strace runs as a grandchild and kreflect keeps the pid the harness
+	# signals and kills (strace as the parent left it running when killed).
+	printf '#!/bin/sh\nexec strace -D -f -qq -o %s/traces/t.$$ %s/build/kreflect "$@"\n' "$PWD/$w" "$PWD" >"$w/kreflect"
 	chmod +x "$w/kreflect"
 	python3 tests/e2e/test_e2e.py "$PWD/$w/kreflect" TokenRotation MultipleResources \
 		TestReflectorListAndWatch ReconnectWithoutAnswer >"$w/e2e.log" 2>&1
 	echo "e2e under strace: $(tail -n 1 "$w/e2e.log")"
+	# A name to look up: the resolver child (UDP, /etc/hosts, its allocations).
+	timeout 3 "$w/kreflect" --server https://localhost:1 --insecure-skip-tls-verify configmaps \
+		>/dev/null 2>"$w/lookup.log"
+	grep -q 'unable to connect to 127.0.0.1:1' "$w/lookup.log" && echo "ok localhost looked up in the sandbox" ||
+		{ echo "FAIL localhost was not looked up in the sandbox: $(tail -n 2 "$w/lookup.log")"; failed=$((failed + 1)); }
+	grep -q 'unable to resolve' "$w/lookup.log" &&
+		{ echo "FAIL a lookup failed in the sandbox"; failed=$((failed + 1)); }
 	"$w/probe" --calls >"$w/allowed-calls"
 	python3 tests/sandbox/calls.py "$w/allowed-calls" "$w"/traces/* >"$w/calls.log" 2>&1
 	cat "$w/calls.log"
