@@ -192,8 +192,16 @@ static const struct call {
 #ifdef SYS_statx
 	CALL(statx),
 #endif
-	/* a child between fork and exec (hooks, the supervised program) */
-	CALL(execve),
+	/* a child between fork and exec (hooks, the supervised program), and a
+	 * static program's start: its thread pointer and thread id (the filter
+	 * holds these only when programs are named) */
+	CALL(execve), CALL(set_tid_address),
+#ifdef SYS_arch_prctl
+	CALL(arch_prctl),
+#endif
+#ifdef __ARM_NR_set_tls
+	{ __ARM_NR_set_tls, "set_tls", 0 },
+#endif
 #ifdef SYS_dup2
 	CALL(dup2),
 #else
@@ -211,6 +219,19 @@ static const struct call {
 };
 
 #define NCALLS (sizeof(calls) / sizeof(calls[0]))
+
+/* The calls only a program being started needs: in the filter only when programs are named. */
+static int exec_only(int nr)
+{
+	return nr == SYS_execve || nr == SYS_set_tid_address
+#ifdef SYS_arch_prctl
+	       || nr == SYS_arch_prctl
+#endif
+#ifdef __ARM_NR_set_tls
+	       || nr == __ARM_NR_set_tls
+#endif
+	       ;
+}
 
 /* Everything the filter can hold: the calls, socket's and clone's checks, the frame. */
 #define FILTER_MAX (NCALLS + 32)
@@ -266,7 +287,7 @@ static void build_filter(int udp, int exec)
 	emit(BPF_RET_K, SECCOMP_RET_KILL_PROCESS_, NEXT, NEXT);
 #endif
 	for (i = 0; i < NCALLS; i++)
-		if (exec || calls[i].nr != SYS_execve)
+		if (exec || !exec_only(calls[i].nr))
 			emit(BPF_JEQ_K, (uint32_t)calls[i].nr, calls[i].noexec ? L_NOEXEC : L_ALLOW, NEXT);
 	emit(BPF_JEQ_K, SYS_socket, NEXT, L_CLONE);
 	emit(BPF_LD_W_ABS, SD_ARG_LO(1), NEXT, NEXT);

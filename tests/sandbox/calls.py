@@ -61,6 +61,9 @@ EXTRA = {
     "madvise": "seen: kr_port_discard (the arena's tail after a compaction)",
     "gettid": "seen: musl's fork sets the child's thread id (name-lookup run)",
     "fcntl": "seen: non-blocking sockets",
+    "set_tid_address": "a static hook's start (only when programs are named; the probe runs one)",
+    "arch_prctl": "a static hook's start on x86_64 (its thread pointer)",
+    "set_tls": "a static hook's start on armv7 (its thread pointer)",
 }
 
 # Another name the same call has on some target (clock_gettime64 on armv7, ...).

@@ -7,7 +7,8 @@
  * A control of each kind (a write inside DIR, a TCP socket, a read of the
  * allowed file) shows the probe can tell the two apart.
  *
- *   probe DIR READFILE [on|auto]
+ *   probe DIR READFILE [on|auto] [PROGRAM]   PROGRAM: may be run, as a hook (run it
+ *                                            as PROGRAM --true: it must start and exit 0)
  *   probe --calls       the allow list compiled in, for tests/sandbox/calls.py
  */
 #define _GNU_SOURCE
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
 	int fd, r, status;
 	pid_t pid;
 
+	if (argc == 2 && strcmp(argv[1], "--true") == 0)
+		return 0;              /* run as the named program: it started inside the sandbox */
 	if (argc == 2 && strcmp(argv[1], "--calls") == 0) {
 		static char list[8192];
 
@@ -67,6 +70,8 @@ int main(int argc, char **argv)
 	memset(&sb, 0, sizeof(sb));
 	sb.mode = argc > 3 && strcmp(argv[3], "auto") == 0 ? KR_SANDBOX_AUTO : KR_SANDBOX_ON;
 	sb.write_dir[0] = argv[1];
+	if (argc > 4)
+		sb.exec[0] = argv[4];  /* as a hook named by --exec under --sandbox on */
 	sb.read[0] = argv[2];
 	sb.connect[0] = 443;
 	sb.filter = 1;
@@ -132,6 +137,20 @@ int main(int argc, char **argv)
 
 		r = execve("/bin/sh", sh, NULL);
 		expect("exec /bin/sh", 0, 0, errno);
+	}
+	if (argc > 4) {
+		char *const prog[] = { argv[4], "--true", NULL };
+
+		pid = fork();
+		if (pid == 0) {
+			execve(argv[4], prog, NULL);
+			_exit(127);
+		}
+		status = -1;
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		expect("the named program runs and exits 0", 1, pid > 0 && WIFEXITED(status) &&
+		       WEXITSTATUS(status) == 0, pid > 0 ? 0 : errno);
 	}
 	/* A fork is allowed (the port's workers); the child is as limited as the parent. */
 	pid = fork();

@@ -47,17 +47,49 @@ if [ -n "$q" ]; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-"$w/probe" "$w/out" "$w/allowed" on >"$w/probe.log" 2>&1
-cat "$w/probe.log"
-line=$(tail -n 1 "$w/probe.log")
-case "$line" in
-*" passed, "*" failed") p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*} ;;
-*) p=0 f=1; echo "FAIL the probe ended without a result" ;;
-esac
-passed=$((passed + p))
-failed=$((failed + f))
+# As kreflect without hooks, then with one program named (a hook under --sandbox on).
+for prog in "" "$PWD/$w/probe"; do
+	"$w/probe" "$w/out" "$w/allowed" on $prog >"$w/probe.log" 2>&1
+	cat "$w/probe.log"
+	line=$(tail -n 1 "$w/probe.log")
+	case "$line" in
+	*" passed, "*" failed") p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*} ;;
+	*) p=0 f=1; echo "FAIL the probe ended without a result" ;;
+	esac
+	passed=$((passed + p))
+	failed=$((failed + f))
+done
 [ -e /tmp/kreflect-sandbox-escape ] && { echo "FAIL /tmp/kreflect-sandbox-escape exists"; failed=$((failed + 1)); }
 rm -f /tmp/kreflect-sandbox-escape
+# kreflect's own flags: each case's stderr must hold its words (no server: port 1 refuses).
+check_flags() {
+	name=$1 want=$2
+	shift 2
+	timeout 3 build/kreflect --server https://127.0.0.1:1 --insecure-skip-tls-verify "$@" configmaps \
+		>/dev/null 2>"$w/flags.log"
+	if grep -q -- "$want" "$w/flags.log"; then
+		echo "ok $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $name: no '$want' in: $(head -c 300 "$w/flags.log")"
+		failed=$((failed + 1))
+	fi
+}
+if [ "$target" = x86_64 ] && [ -x build/kreflect ]; then
+	mkdir -p "$w/rootdir"
+	chmod 755 "$w/rootdir"
+	check_flags "--sandbox auto applies every layer here" "sandbox: no_new_privs, Landlock ABI" --dir "$w/out"
+	check_flags "--sandbox off" "sandbox: off" --sandbox off
+	check_flags "--sandbox with a bad value" "--sandbox must be auto, on or off" --sandbox maybe
+	check_flags "auto with --exec leaves it off and says why" "would inherit it" --exec /bin/true
+	check_flags "on with a hook found on PATH is refused" "name the program to run by its path" \
+		--sandbox on --exec true
+	check_flags "on with a hook by path" "seccomp: instructions" --sandbox on --exec "$PWD/$w/probe --true"
+	check_flags "--user that does not exist" "no user 'no-such-user-kr' in /etc/passwd" --user no-such-user-kr
+	check_flags "--user who could not write --dir" "could not write $w/rootdir (owner 0:0, mode 0755)" \
+		--user 65534 --group 65534 --dir "$w/rootdir"
+	check_flags "--user and --group by number" "uid 65534 gid 65534" --user 65534 --group 65534
+fi
 if [ "$target" = x86_64 ] && [ -x build/kreflect ] && command -v strace >/dev/null; then
 	mkdir -p "$w/traces"
 	# -D: strace runs as a grandchild and kreflect keeps the pid the harness
