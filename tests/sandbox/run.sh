@@ -90,6 +90,31 @@ if [ "$target" = x86_64 ] && [ -x build/kreflect ]; then
 		--user 65534 --group 65534 --dir "$w/rootdir"
 	check_flags "--user and --group by number" "uid 65534 gid 65534" --user 65534 --group 65534
 fi
+# A real run under --sandbox on: the test API server, --dir, --state-dir and a
+# hook (the probe, a static program) that must run after the sync.
+if [ "$target" = x86_64 ] && [ -x build/kreflect ]; then
+	mkdir -p "$w/api" "$w/files" "$w/state"
+	python3 tests/apiserver/apiserver.py --workdir "$w/api" --ready-file "$w/api/ready.json" \
+		--initial 3 >"$w/api/log" 2>&1 &
+	api=$!
+	i=0
+	while [ ! -s "$w/api/ready.json" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kc=$(sed -n 's/.*"kubeconfig": "\(.*\)".*/\1/p' "$w/api/ready.json")
+	timeout 30 build/kreflect --kubeconfig "$kc" --sandbox on --once --output none --dir "$w/files" \
+		--state-dir "$w/state" --exec "$PWD/$w/probe --true" configmaps >/dev/null 2>"$w/on.log"
+	rc=$?
+	kill "$api"
+	wait "$api" 2>/dev/null
+	if [ $rc -eq 0 ] && grep -q 'seccomp: instructions' "$w/on.log" &&
+	   grep -q "probe exited with 0" "$w/on.log" && [ -s "$w/files/payload" ] &&
+	   [ -n "$(ls "$w/state")" ]; then
+		echo "ok --sandbox on: synced, files and state written, the hook ran and exited 0"
+		passed=$((passed + 1))
+	else
+		echo "FAIL --sandbox on with --dir, --state-dir and a hook: exit $rc; $(tail -n 5 "$w/on.log")"
+		failed=$((failed + 1))
+	fi
+fi
 if [ "$target" = x86_64 ] && [ -x build/kreflect ] && command -v strace >/dev/null; then
 	mkdir -p "$w/traces"
 	# -D: strace runs as a grandchild and kreflect keeps the pid the harness
