@@ -402,6 +402,7 @@ struct kr_sandbox {
 	uint16_t bind[KR_SANDBOX_PORTS];         /* TCP ports listened on (already bound) */
 	int lookups;                             /* names are looked up: UDP, /etc/hosts, resolv.conf */
 	int filter;                              /* 1: the system-call allow list too */
+	int signal_others;                       /* 1: signals to processes not started here */
 	long uid, gid;                           /* the user and group to become; -1 keep */
 };
 

@@ -1219,6 +1219,7 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 	sb.gid = o->gid;
 	sb.lookups = o->lookups;
 	sb.filter = o->syscall_filter;
+	sb.signal_others = o->signal_others;
 	for (i = 0; i < 4; i++) {
 		/* A file re-read may be replaced (a new pid file, a rotated token): its directory too. */
 		bad |= sb_add(sb.write_dir, o->write_dirs[i]) | sb_add(sb.exec, o->programs[i]);

@@ -420,6 +420,7 @@ struct kr_sandbox_opts {
 	int lookups;                   /* 1: the host looks up names itself */
 	int syscall_filter;            /* 1: the system-call allow list too: from then on the
 					  host itself may make only the calls the client makes */
+	int signal_others;             /* 1: the host signals processes it did not start */
 	long uid, gid;                 /* the user and group to become (-1: keep) */
 };
 

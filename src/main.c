@@ -1006,6 +1006,7 @@ static int apply_sandbox(const struct options *o)
 		sb.write_dirs[0] = o->dir.path;
 	if (KR_WITH_HOOKS && o->notify.signal_pidfile)
 		sb.read_files[0] = o->notify.signal_pidfile;
+	sb.signal_others = KR_WITH_HOOKS && o->notify.signal;
 	if (KR_WITH_HOOKS && o->sup.argv)
 		sb.programs[0] = o->sup.argv[0];
 	if (KR_WITH_HOOKS && o->notify.exec)

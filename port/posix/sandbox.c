@@ -58,6 +58,7 @@
 #define LL_NET_BIND_TCP (1ull << 0)    /* ABI 4 */
 #define LL_NET_CONNECT_TCP (1ull << 1) /* ABI 4 */
 #define LL_SCOPE_ABSTRACT_UNIX (1ull << 0) /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ull << 1)        /* ABI 6 */
 
 /* The rights a rule on a file (not a directory) may carry. */
 #define LL_FILE_RIGHTS (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | \
@@ -432,7 +433,8 @@ static int landlock(struct apply *a, const struct kr_sandbox *sb)
 		attr_size = offsetof(struct ll_ruleset_attr, scoped);
 	}
 	if (abi >= 6) {
-		attr.scoped = LL_SCOPE_ABSTRACT_UNIX;
+		/* Signals only to processes started inside the domain (hooks, workers), unless --signal. */
+		attr.scoped = LL_SCOPE_ABSTRACT_UNIX | (sb->signal_others ? 0 : LL_SCOPE_SIGNAL);
 		attr_size = sizeof(attr);
 	}
 	ruleset = syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
@@ -477,7 +479,9 @@ static int landlock(struct apply *a, const struct kr_sandbox *sb)
 	if (err)
 		return KR_EIO;
 	said(a, ", Landlock ABI ", abi >= 7 ? "7+" : abi >= 4 ? "4-6" : "1-3");
-	said(a, abi >= 4 ? " (files, TCP ports)" : " (files only)", "");
+	said(a, abi >= 6 ? (sb->signal_others ? " (files, TCP ports, abstract sockets)"
+			    : " (files, TCP ports, signals, abstract sockets)")
+		 : abi >= 4 ? " (files, TCP ports)" : " (files only)", "");
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,6 +132,9 @@ int main(int argc, char **argv)
 		m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		expect("mmap executable", 0, m != MAP_FAILED, errno);
 	}
+	/* A process not started inside the sandbox (init): Landlock ABI 6 scopes signals. */
+	r = kill(1, 0);
+	expect("signal a process started outside (pid 1)", 0, r == 0, errno);
 	/* execve directly: the filter lists it only when programs are named. */
 	{
 		char *const sh[] = { "/bin/sh", "-c", "exit 0", NULL };
