@@ -33,6 +33,7 @@ if ! $cc -static -O2 -Wall -Wextra -Werror -Iport -Isrc -Iconfig -Ibuild/include
 	exit 1
 fi
 echo secret >"$w/allowed"
+rm -f /tmp/kreflect-sandbox-escape   # left by an earlier run without the sandbox
 if [ -n "$q" ]; then
 	# qemu-user answers Landlock's calls with ENOSYS and cannot run a filter
 	# of the target's arch: auto must say so in its line and the probe run.
