@@ -5,6 +5,7 @@
  * are not allowed). The flash the state directory writes to is fs.c.
  */
 #include "sim.h"
+#include "fmt.h"
 #include "kreflect.h"
 
 #include <arpa/inet.h>
