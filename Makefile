@@ -624,7 +624,7 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCHES := $(patsubst tests/bench/%.c,$(O)/bench/%,$(BENCH_SRC))
 # kreflect linked with counting wrappers around the C library's allocator.
 MALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free \
-	-Wl,--wrap=posix_memalign,--wrap=aligned_alloc,--wrap=memalign,--wrap=kr_loop_run
+	-Wl,--wrap=posix_memalign,--wrap=aligned_alloc,--wrap=memalign,--wrap=kr_loop_run,--wrap=fork
 MALLOC_BIN := $(O)/kreflect-malloc
 # Capacities for 10,000 objects of 1 KiB, built into their own output directory.
 RELIST_DIR := build/x86_64-relist
