@@ -71,7 +71,7 @@ $(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
 endif
 
 # Smaller builds (README "Sizes"). WITHOUT="listen sidecar state proxy discovery
-# hooks dir kubeconfig dns full_help gzip" leaves those features out (config/kreflect_config.h's
+# hooks dir kubeconfig dns full_help gzip sandbox" leaves those features out (config/kreflect_config.h's
 # KR_WITH_*: their flags then say "not built in"); PROFILE=tiny is the gateway build:
 # TLS 1.3 only with ECDSA P-256, X25519 and one AEAD (config/mbedtls_config_tiny.h),
 # the compile-time resource table only, none of those features (flags or in-cluster
@@ -79,7 +79,7 @@ endif
 # Each gets its own build directory, mbedTLS included: build/<target>-tiny/.
 PROFILE ?=
 ifeq ($(PROFILE),tiny)
-WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
+WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip sandbox
 MBEDTLS_CONFIG := config/mbedtls_config_tiny.h
 PROFILE_CPPFLAGS := -DKR_USER_CONFIG='"$(CURDIR)/config/tiny.h"'
 PROFILE_DIR := -tiny
@@ -101,7 +101,7 @@ else ifneq ($(strip $(WITHOUT)),)
 PROFILE_DIR := -without-$(subst $() ,-,$(sort $(strip $(WITHOUT))))
 endif
 MBEDTLS_CONFIG ?= config/mbedtls_config.h
-KR_FEATURES := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
+KR_FEATURES := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip sandbox
 ifneq ($(filter-out $(KR_FEATURES),$(WITHOUT)),)
 $(error WITHOUT: unknown feature $(filter-out $(KR_FEATURES),$(WITHOUT)): use $(KR_FEATURES))
 endif

@@ -9,6 +9,7 @@
  * pages are handed back to the kernel afterwards.
  */
 #include "client.h"
+#include "kreflect_config.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1210,6 +1211,8 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 
 	if (!valid(c) || !o || !msg || !len)
 		return KR_EINVAL;
+	if (!KR_WITH_SANDBOX)
+		return fail(msg, len, KR_ENOTSUP, "sandbox: not built into this library (WITHOUT=sandbox)");
 	if (!c->started)
 		return fail(msg, len, KR_ESTATE, "sandbox: call kr_client_sandbox after kr_client_start");
 	memset(&sb, 0, sizeof(sb));

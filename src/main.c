@@ -278,7 +278,7 @@ static void print_version(void)
 		{ KR_WITH_LISTEN, "listen" }, { KR_WITH_SIDECAR, "sidecar" }, { KR_WITH_STATE, "state" },
 		{ KR_WITH_PROXY, "proxy" }, { KR_WITH_DISCOVERY, "discovery" }, { KR_WITH_HOOKS, "hooks" },
 		{ KR_WITH_DIR, "dir" }, { KR_WITH_KUBECONFIG, "kubeconfig" }, { KR_WITH_DNS, "dns" },
-		{ KR_WITH_FULL_HELP, "full_help" }, { KR_WITH_GZIP, "gzip" },
+		{ KR_WITH_FULL_HELP, "full_help" }, { KR_WITH_GZIP, "gzip" }, { KR_WITH_SANDBOX, "sandbox" },
 	};
 	size_t i, out = 0;
 
@@ -827,7 +827,9 @@ static int features_check(const struct options *o)
 		: !KR_WITH_HOOKS && o->notify.signal ? "--signal"
 		: !KR_WITH_HOOKS && o->http_post ? "--http-post"
 		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM"
-		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on" : NULL;
+		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on"
+		: !KR_WITH_SANDBOX && (o->user || o->group) ? "--user and --group"
+		: !KR_WITH_SANDBOX && o->sandbox == KR_SANDBOX_MODE_ON ? "--sandbox on" : NULL;
 
 	if (flag)
 		return usage_error("unable to use %s: it is not built into this kreflect (a smaller build)",
@@ -991,6 +993,8 @@ static int apply_sandbox(const struct options *o)
 	long gid = -1;
 	int r, children = KR_WITH_HOOKS && (o->notify.exec || o->sup.argv);
 
+	if (!KR_WITH_SANDBOX)
+		return 0;
 	memset(&sb, 0, sizeof(sb));
 	sb.mode = o->sandbox;
 	sb.syscall_filter = 1;
