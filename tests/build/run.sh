@@ -13,10 +13,12 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 # `make size` measured plus 2 % (the x86_64 and aarch64 files grow in 4 KiB
 # steps), so that growth is a decision, not an accident; README "Sizes" has the
 # figures and where the bytes go. Default: x86_64 439,488, aarch64 455,832, armv7
-# 340,984 (issue #20's 300/320/260 KB need a build WITHOUT some features: README).
+# 340,984 (issue #20's 300/320/260 KB need a build WITHOUT some features: README);
+# with the sandbox (issue #31, about 8 KB on x86_64) x86_64 451,776, aarch64 464,024,
+# armv7 345,080: x86_64 crossed its ceiling by three 4 KiB pages and it was raised.
 # Tiny: 201,816, 201,784, 144,252 (200 KB met on all three; x86_64's code segment
 # ends 1,533 bytes below the page that would add 4 KiB to its file).
-MAX_X86_64=${KR_MAX_BINARY_BYTES:-448300}
+MAX_X86_64=${KR_MAX_BINARY_BYTES:-460800}
 MAX_AARCH64=465000
 MAX_ARMV7=347900
 MAX_X86_64_TINY=205900
