@@ -93,7 +93,7 @@ $(error unknown TARGET=$(TARGET): use x86_64, aarch64, armv7, asan or fuzz)
 endif
 
 # Smaller builds (config/README.md "Leaving features out"). WITHOUT="listen listen_tls sidecar state
-# proxy discovery hooks dir kubeconfig dns full_help gzip" leaves those features out
+# proxy discovery hooks dir kubeconfig dns full_help gzip sandbox" leaves those features out
 # (config/kreflect_config.h's KR_WITH_*: their flags then say "not built in"); PROFILE=tiny
 # is the gateway build: TLS 1.3 only with ECDSA P-256, X25519 and one AEAD
 # (config/mbedtls_config_tiny.h), the compile-time resource table only, none of those
@@ -102,7 +102,7 @@ endif
 # directory, mbedTLS included: build/<target>-tiny/.
 PROFILE ?=
 ifeq ($(PROFILE),tiny)
-WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
+WITHOUT := listen sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip sandbox
 MBEDTLS_CONFIG := config/mbedtls_config_tiny.h
 PROFILE_CPPFLAGS := -DKR_USER_CONFIG='"$(CURDIR)/config/tiny.h"'
 PROFILE_DIR := -tiny
@@ -124,7 +124,7 @@ else ifneq ($(strip $(WITHOUT)),)
 PROFILE_DIR := -without-$(subst $() ,-,$(sort $(strip $(WITHOUT))))
 endif
 MBEDTLS_CONFIG ?= config/mbedtls_config.h
-KR_FEATURES := listen listen_tls sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip
+KR_FEATURES := listen listen_tls sidecar state proxy discovery hooks dir kubeconfig dns full_help gzip sandbox
 ifneq ($(filter-out $(KR_FEATURES),$(WITHOUT)),)
 $(error WITHOUT: unknown feature $(filter-out $(KR_FEATURES),$(WITHOUT)): use $(KR_FEATURES))
 endif
@@ -715,7 +715,7 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCHES := $(patsubst tests/bench/%.c,$(O)/bench/%,$(BENCH_SRC))
 # kreflect linked with counting wrappers around the C library's allocator.
 MALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free \
-	-Wl,--wrap=posix_memalign,--wrap=aligned_alloc,--wrap=memalign,--wrap=kr_loop_run
+	-Wl,--wrap=posix_memalign,--wrap=aligned_alloc,--wrap=memalign,--wrap=kr_loop_run,--wrap=fork
 MALLOC_BIN := $(O)/kreflect-malloc
 # Capacities for 10,000 objects of 1 KiB, built into their own output directory.
 RELIST_DIR := build/x86_64-relist

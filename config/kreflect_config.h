@@ -312,6 +312,9 @@
 #ifndef KR_WITH_GZIP
 #define KR_WITH_GZIP 1         /* gzip LIST bodies (the inflater: a 32 KiB window); without: plain */
 #endif
+#ifndef KR_WITH_SANDBOX
+#define KR_WITH_SANDBOX 1      /* --sandbox, --user, --group, kr_client_sandbox (x86_64: ~8 KB) */
+#endif
 #ifndef KR_WITH_FULL_HELP
 #define KR_WITH_FULL_HELP 1    /* --help's full text (15 KB); without: a short one */
 #endif

@@ -391,6 +391,51 @@ int kr_port_kill(int pid, int sig);
 /* The number of a signal name ("HUP", "SIGHUP", "1"), or -1. */
 int kr_port_signal_number(const char *name);
 
+/* --- least privilege (port/posix/sandbox.c; other ports: nothing to apply) --------- */
+
+#define KR_SANDBOX_AUTO 0              /* apply what the kernel supports */
+#define KR_SANDBOX_ON 1                /* all of it, or fail */
+#define KR_SANDBOX_OFF 2
+#define KR_SANDBOX_PATHS 8             /* paths of each kind */
+#define KR_SANDBOX_PORTS 4             /* TCP ports of each kind */
+
+/*
+ * What the process still needs once start-up is over. Paths are absolute or
+ * relative to the working directory; NULL or "" ends each list. A port of 0
+ * ends each port list. uid/gid -1 keep the current ones.
+ */
+struct kr_sandbox {
+	int mode;                                /* KR_SANDBOX_... */
+	const char *read[KR_SANDBOX_PATHS];      /* files re-read (a token, a pid file) */
+	const char *read_dir[KR_SANDBOX_PATHS];  /* directories read (a rotated token's) */
+	const char *write_dir[KR_SANDBOX_PATHS]; /* trees written: --dir, --state-dir */
+	const char *remove_in[KR_SANDBOX_PATHS]; /* directories a file is removed from (a socket's) */
+	const char *exec[KR_SANDBOX_PATHS];      /* programs run (a hook, -- PROGRAM) */
+	uint16_t connect[KR_SANDBOX_PORTS];      /* TCP ports connected to */
+	uint16_t bind[KR_SANDBOX_PORTS];         /* TCP ports listened on (already bound) */
+	int lookups;                             /* names are looked up: UDP, /etc/hosts, resolv.conf */
+	int filter;                              /* 1: the system-call allow list too */
+	int signal_others;                       /* 1: signals to processes not started here */
+	long uid, gid;                           /* the user and group to become; -1 keep */
+};
+
+/*
+ * Applies sb to this process and every child it starts from now on: the
+ * user and group, no new privileges, the file system and TCP limits
+ * (Landlock) and the system-call allow list (seccomp). Nothing of it can be
+ * undone. Returns 0 with what was applied in done[0..size) (one line, no
+ * newline), or KR_ENOTSUP (KR_SANDBOX_ON and a layer the kernel lacks) or
+ * KR_EIO / KR_EINVAL (a path or id that cannot be used) with the reason
+ * in done.
+ */
+int kr_port_sandbox(const struct kr_sandbox *sb, char *done, size_t size);
+
+/*
+ * The system calls the allow list holds on this target, one "name number"
+ * per line, into buf (always terminated). Returns the count.
+ */
+int kr_port_sandbox_calls(char *buf, size_t size);
+
 /* --- memory (port/common/mem.c) ---------------------------------------------- */
 
 /* Zeroes mem[0..len), writing only the pages that are not zero already: an

@@ -9,6 +9,7 @@
  * pages are handed back to the kernel afterwards.
  */
 #include "client.h"
+#include "kreflect_config.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -1297,3 +1298,115 @@ struct kr_resource *kr_client_resource(struct kr_client *c, int res)
 	return valid(c) && res >= 0 && res < c->nres ? &c->res[res] : NULL;
 }
 
+
+/* --- least privilege --------------------------------------------------------------- */
+
+/* Appends s (if any) to list[0..KR_SANDBOX_PATHS). 0, or -1 when the list is full. */
+static int sb_add(const char **list, const char *s)
+{
+	size_t i;
+
+	if (!s || !*s)
+		return 0;
+	for (i = 0; i < KR_SANDBOX_PATHS && list[i]; i++)
+		;
+	if (i == KR_SANDBOX_PATHS)
+		return -1;
+	list[i] = s;
+	return 0;
+}
+
+static void sb_port(uint16_t *ports, uint16_t port)
+{
+	size_t i;
+
+	for (i = 0; i < KR_SANDBOX_PORTS && ports[i] && ports[i] != port; i++)
+		;
+	if (i < KR_SANDBOX_PORTS)
+		ports[i] = port;
+}
+
+/* A token file and its directory: a rotation swaps a symbolic link inside it. */
+static int sb_token(struct kr_sandbox *sb, const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!*path)
+		return 0;
+	if (!slash)
+		kr_snprintf(dir, size, ".");
+	else
+		kr_snprintf(dir, size, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return sb_add(sb->read, path) | sb_add(sb->read_dir, dir);
+}
+
+int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char *msg, size_t len)
+{
+	/* The client's token, then --listen's token, certificate, key and client CA:
+	 * each re-read when it changes, so its directory is read too. */
+	static char token_dir[5][sizeof(((struct kr_auth *)0)->path)];
+	static char socket_dir[sizeof(((struct kr_serve *)0)->where)];
+	static char file_dir[4][512];
+	struct kr_sandbox sb;
+	struct kr_addr a;
+	int bad = 0;
+	size_t i;
+
+	if (!valid(c) || !o || !msg || !len)
+		return KR_EINVAL;
+	if (!KR_WITH_SANDBOX)
+		return fail(msg, len, KR_ENOTSUP, "sandbox: not built into this library (WITHOUT=sandbox)");
+	if (!c->started)
+		return fail(msg, len, KR_ESTATE, "sandbox: call kr_client_sandbox after kr_client_start");
+	memset(&sb, 0, sizeof(sb));
+	sb.mode = o->mode == KR_SANDBOX_MODE_ON ? KR_SANDBOX_ON
+		  : o->mode == KR_SANDBOX_MODE_OFF ? KR_SANDBOX_OFF : KR_SANDBOX_AUTO;
+	sb.uid = o->uid;
+	sb.gid = o->gid;
+	sb.lookups = o->lookups;
+	sb.filter = o->syscall_filter;
+	sb.signal_others = o->signal_others;
+	for (i = 0; i < 4; i++) {
+		/* A file re-read may be replaced (a new pid file, a rotated token): its directory too. */
+		bad |= sb_add(sb.write_dir, o->write_dirs[i]) | sb_add(sb.exec, o->programs[i]);
+		if (o->read_files[i])
+			bad |= sb_token(&sb, o->read_files[i], file_dir[i], sizeof(file_dir[i]));
+		if (o->tcp_ports[i])
+			sb_port(sb.connect, o->tcp_ports[i]);
+	}
+	bad |= sb_token(&sb, c->auth.path, token_dir[0], sizeof(token_dir[0]));
+	if (c->state_on)
+		bad |= sb_add(sb.write_dir, c->persist.dir);
+	/* Through a proxy the TCP connection and the name lookup are the proxy's. */
+	if (c->conn_cfg.proxy) {
+		sb_port(sb.connect, c->proxy.port);
+		sb.lookups |= kr_port_parse_ip(c->proxy.host, 0, &a) != 0;
+	} else {
+		sb_port(sb.connect, c->conn_cfg.port);
+		sb.lookups |= kr_port_parse_ip(c->conn_cfg.host, 0, &a) != 0;
+	}
+	if (c->serve) {
+		const char *where = c->serve->where, *colon = strrchr(where, ':');
+		const struct kr_serve_opts *so = &c->serve->opts;
+
+		bad |= sb_token(&sb, so->token_file ? so->token_file : "", token_dir[1], sizeof(token_dir[1]));
+		bad |= sb_token(&sb, so->cert_file ? so->cert_file : "", token_dir[2], sizeof(token_dir[2]));
+		bad |= sb_token(&sb, so->key_file ? so->key_file : "", token_dir[3], sizeof(token_dir[3]));
+		bad |= sb_token(&sb, so->client_ca_file ? so->client_ca_file : "", token_dir[4],
+				sizeof(token_dir[4]));
+		if (c->serve->unix_socket) {
+			/* The socket is removed at the end: its directory allows only that. */
+			const char *slash = strrchr(where, '/');
+
+			kr_snprintf(socket_dir, sizeof(socket_dir), "%.*s",
+				    !slash ? 1 : slash == where ? 1 : (int)(slash - where), slash ? where : ".");
+			bad |= sb_add(sb.remove_in, socket_dir);
+		} else if (colon && kr_parse_num(colon + 1, 1, 65535) > 0) {
+			sb_port(sb.bind, (uint16_t)kr_parse_num(colon + 1, 1, 65535));
+		}
+	}
+	if (bad)
+		return fail(msg, len, KR_EINVAL, "sandbox: more than %d paths of one kind",
+			    KR_SANDBOX_PATHS);
+	return kr_port_sandbox(&sb, msg, len);
+}

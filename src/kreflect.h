@@ -568,6 +568,36 @@ enum kr_log_level {
  */
 int kr_set_log_handler(void (*fn)(void *arg, int level, const char *text), void *arg);
 
+/* --- least privilege ---------------------------------------------------------------- */
+
+enum kr_sandbox_mode { KR_SANDBOX_MODE_AUTO, KR_SANDBOX_MODE_ON, KR_SANDBOX_MODE_OFF };
+
+/* What the host itself still needs once it is ready; NULL ends each list. */
+struct kr_sandbox_opts {
+	enum kr_sandbox_mode mode;     /* AUTO: what the kernel supports; ON: all or an error */
+	const char *write_dirs[4];     /* the host's own output trees */
+	const char *read_files[4];     /* files the host re-reads (their directories too) */
+	const char *programs[4];       /* programs the host starts (hooks): they may be run */
+	uint16_t tcp_ports[4];         /* other TCP ports the host connects to; 0 ends */
+	int lookups;                   /* 1: the host looks up names itself */
+	int syscall_filter;            /* 1: the system-call allow list too: from then on the
+					  host itself may make only the calls the client makes */
+	int signal_others;             /* 1: the host signals processes it did not start */
+	long uid, gid;                 /* the user and group to become (-1: keep) */
+};
+
+/*
+ * Call once, after kr_client_start (and kr_client_listen): from now on the
+ * process and every child it starts can read only the client's token and the
+ * files named, write only under the state directory and write_dirs, run only
+ * programs, connect only to the API server's, the proxy's and tcp_ports, and
+ * (with syscall_filter) make only the system calls the client needs (Linux:
+ * Landlock, seccomp, no_new_privs; other ports: nothing). Cannot be undone. Returns 0 with what
+ * was applied in msg (one line), or KR_ENOTSUP (ON and the kernel lacks a
+ * layer), KR_EINVAL, KR_ESTATE or KR_EIO with the reason in msg.
+ */
+int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char *msg, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -208,6 +208,16 @@ static const char usage[] =
 	"                                 (not a watch) be read within twice this (default 30)\n"
 	"  --listen-bookmark-interval SECONDS  BOOKMARK events to local watches that ask\n"
 	"                                 (default 60)\n"
+	"least privilege (after start-up: files, certificates and the socket open):\n"
+	"  --sandbox auto|on|off          auto (default): no_new_privs, Landlock (read the\n"
+	"                                 token files only, write only --dir and --state-dir,\n"
+	"                                 TCP only to the ports in use) and a system-call allow\n"
+	"                                 list, as far as the kernel has them (one log line\n"
+	"                                 says which); off with --exec or -- PROGRAM, which\n"
+	"                                 would inherit it; on: all of it (also for them) or\n"
+	"                                 an error\n"
+	"  --user USER, --group GROUP     become this user and group (names or numbers); the\n"
+	"                                 directories written must be writable by them\n"
 	"other:\n"
 	"  --print-budget                 print the static memory the capacities reserve\n"
 	"  --version                      print version, target, mbedTLS version and capacities\n"
@@ -262,6 +272,8 @@ struct options {
 	struct kr_supervise_opts sup;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 	struct kr_serve_opts serve;
+	enum kr_sandbox_mode sandbox;  /* --sandbox auto|on|off */
+	const char *user, *group;      /* --user, --group: names or numbers */
 };
 
 static void print_version(void)
@@ -275,7 +287,7 @@ static void print_version(void)
 		{ KR_WITH_LISTEN, "listen" }, { KR_WITH_SIDECAR, "sidecar" }, { KR_WITH_STATE, "state" },
 		{ KR_WITH_PROXY, "proxy" }, { KR_WITH_DISCOVERY, "discovery" }, { KR_WITH_HOOKS, "hooks" },
 		{ KR_WITH_DIR, "dir" }, { KR_WITH_KUBECONFIG, "kubeconfig" }, { KR_WITH_DNS, "dns" },
-		{ KR_WITH_FULL_HELP, "full_help" }, { KR_WITH_GZIP, "gzip" },
+		{ KR_WITH_FULL_HELP, "full_help" }, { KR_WITH_GZIP, "gzip" }, { KR_WITH_SANDBOX, "sandbox" },
 	};
 	size_t i, out = 0;
 
@@ -692,6 +704,19 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (n < 0)
 				return usage_error("--listen-bookmark-interval must be 1 to 3600 seconds, not '%s'", v);
 			o->serve.bookmark_ms = (int)n * 1000;
+		} else if ((v = value_of(argc, argv, &i, "--sandbox", NULL))) {
+			if (strcmp(v, "auto") == 0)
+				o->sandbox = KR_SANDBOX_MODE_AUTO;
+			else if (strcmp(v, "on") == 0)
+				o->sandbox = KR_SANDBOX_MODE_ON;
+			else if (strcmp(v, "off") == 0)
+				o->sandbox = KR_SANDBOX_MODE_OFF;
+			else
+				return usage_error("--sandbox must be auto, on or off, not '%s'", v);
+		} else if ((v = value_of(argc, argv, &i, "--user", NULL))) {
+			o->user = v;
+		} else if ((v = value_of(argc, argv, &i, "--group", NULL))) {
+			o->group = v;
 		} else if (strcmp(a, "--keep-managed-fields") == 0) {
 			o->cfg.keep_managed_fields = 1;
 		} else if (strcmp(a, "--once") == 0) {
@@ -840,7 +865,9 @@ static int features_check(const struct options *o)
 		: !KR_WITH_HOOKS && o->notify.signal ? "--signal"
 		: !KR_WITH_HOOKS && o->http_post ? "--http-post"
 		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM"
-		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on" : NULL;
+		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on"
+		: !KR_WITH_SANDBOX && (o->user || o->group) ? "--user and --group"
+		: !KR_WITH_SANDBOX && o->sandbox == KR_SANDBOX_MODE_ON ? "--sandbox on" : NULL;
 
 	if (flag)
 		return usage_error("unable to use %s: it is not built into this kreflect (a smaller build)",
@@ -942,6 +969,110 @@ static int make_client(const struct options *o, int nres)
 		}
 	}
 	loop = kr_client_loop(client);
+	return 0;
+}
+
+/*
+ * The id of a user or group given by number or by name (/etc/passwd or
+ * /etc/group, read whole: no C-library lookup, which would allocate); with
+ * gid, a user's primary group too. Returns the id, or -1 with err set.
+ */
+static long id_of(const char *name, const char *file, long *gid, char *err, size_t errlen)
+{
+	char buf[32768];
+	char *line, *next;
+	long n = kr_parse_num(name, 0, 2147483647L);
+
+	if (n >= 0)
+		return n;
+	n = kr_port_read_file(file, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		kr_snprintf(err, errlen, "unable to read %s to find '%s': %s (give a number)", file, name,
+			    n == KR_ETOOBIG ? "larger than 32 KiB" : kr_strerror((int)n));
+		return -1;
+	}
+	buf[n] = '\0';
+	for (line = buf; line && *line; line = next) {
+		char *f[4] = { 0 }, *p = line;
+		int k;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		for (k = 0; k < 4 && p; k++) {
+			f[k] = p;
+			p = strchr(p, ':');
+			if (p)
+				*p++ = '\0';
+		}
+		if (k < 3 || strcmp(f[0], name) != 0)
+			continue;
+		n = kr_parse_num(f[2], 0, 2147483647L);
+		if (gid && f[3] && p)
+			*gid = kr_parse_num(f[3], 0, 2147483647L);
+		if (n >= 0)
+			return n;
+	}
+	kr_snprintf(err, errlen, "no %s '%s' in %s", gid ? "user" : "group", name, file);
+	return -1;
+}
+
+/*
+ * After start-up, once every file and the listening socket are open: the
+ * user and group of --user/--group and the sandbox (--sandbox). With auto,
+ * a hook or supervised program (which would inherit it, and could not run
+ * what it needs) leaves the sandbox off; --sandbox on applies it to them too.
+ */
+static int apply_sandbox(const struct options *o)
+{
+	struct kr_sandbox_opts sb;
+	struct kr_addr a;
+	char msg[512];
+	long gid = -1;
+	int r, children = KR_WITH_HOOKS && (o->notify.exec || o->sup.argv);
+
+	if (!KR_WITH_SANDBOX)
+		return 0;
+	memset(&sb, 0, sizeof(sb));
+	sb.mode = o->sandbox;
+	sb.syscall_filter = 1;
+	sb.uid = sb.gid = -1;
+	if (o->user && (sb.uid = id_of(o->user, "/etc/passwd", &gid, msg, sizeof(msg))) < 0)
+		return usage_error("--user: %s", msg);
+	sb.gid = o->user ? gid : -1;
+	if (o->group && (sb.gid = id_of(o->group, "/etc/group", NULL, msg, sizeof(msg))) < 0)
+		return usage_error("--group: %s", msg);
+	if (o->sandbox == KR_SANDBOX_MODE_AUTO && children)
+		sb.mode = KR_SANDBOX_MODE_OFF;
+	if (KR_WITH_DIR && o->dir.path)
+		sb.write_dirs[0] = o->dir.path;
+	if (KR_WITH_HOOKS && o->notify.signal_pidfile)
+		sb.read_files[0] = o->notify.signal_pidfile;
+	sb.signal_others = KR_WITH_HOOKS && o->notify.signal;
+	if (KR_WITH_HOOKS && o->sup.argv)
+		sb.programs[0] = o->sup.argv[0];
+	if (KR_WITH_HOOKS && o->notify.exec)
+		sb.programs[1] = notify.argv[0];
+	if (KR_WITH_HOOKS && post_on) {
+		sb.tcp_ports[0] = post.conn.cfg.port;
+		sb.lookups = kr_port_parse_ip(post.conn.cfg.host, 0, &a) != 0;
+	}
+	if (sb.mode == KR_SANDBOX_MODE_ON &&
+	    ((sb.programs[0] && !strchr(sb.programs[0], '/')) || (sb.programs[1] && !strchr(sb.programs[1], '/'))))
+		return usage_error("--sandbox on: name the program to run by its path (/usr/bin/NAME): "
+				   "the sandbox allows running that file only, not a lookup on PATH%s", "");
+	if (!sb.programs[0] && sb.programs[1]) {
+		sb.programs[0] = sb.programs[1];
+		sb.programs[1] = NULL;
+	}
+	r = kr_client_sandbox(client, &sb, msg, sizeof(msg));
+	if (r != 0) {
+		kr_dprintf(2, "kreflect: %s\n", msg);
+		return r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
+	}
+	kr_log(KR_LOG_INFO, "%s%s", msg, o->sandbox == KR_SANDBOX_MODE_AUTO && children
+	       ? " (--sandbox auto: a hook or -- PROGRAM would inherit it; --sandbox on applies it "
+		 "to them too)" : "");
 	return 0;
 }
 
@@ -1124,6 +1255,9 @@ int main(int argc, char **argv)
 		   o.serve.client_ca_file || o.serve.insecure || o.serve.access_file) {
 		return usage_error("the --listen-* flags and --serve-secrets need --listen%s", "");
 	}
+	r = apply_sandbox(&o);
+	if (r)
+		return r;
 	if (o.once) {
 		memset(&once_timer, 0, sizeof(once_timer));
 		once_timer.fire = on_once_timeout;

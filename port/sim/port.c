@@ -5,6 +5,7 @@
  * are not allowed). The flash the state directory writes to is fs.c.
  */
 #include "sim.h"
+#include "fmt.h"
 #include "kreflect.h"
 
 #include <arpa/inet.h>
@@ -209,4 +210,19 @@ int kr_port_accept(int fd)
 {
 	(void)fd;
 	return KR_IO_ERR;
+}
+
+/* The simulation is one process with no kernel to ask: nothing to apply. */
+int kr_port_sandbox(const struct kr_sandbox *sb, char *done, size_t size)
+{
+	(void)sb;
+	kr_snprintf(done, size, "sandbox: none in the simulation");
+	return 0;
+}
+
+int kr_port_sandbox_calls(char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+	return 0;
 }

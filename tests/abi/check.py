@@ -60,7 +60,7 @@ def structs(text):
     for m in re.finditer(r"struct (kr_\w+) \{(.*?)\n\};", text, re.S):
         fields = []
         for decl in m.group(2).split(";"):
-            decl = " ".join(decl.split())
+            decl = " ".join(re.sub(r"\[[^\]]*\]", "", decl).split())   # arrays: the name
             if not decl:
                 continue
             fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)

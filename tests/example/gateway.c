@@ -111,9 +111,10 @@ int main(int argc, char **argv)
 	struct kr_client_fd kfd[KR_CLIENT_MAX_FDS];
 	struct pollfd pfd[KR_CLIENT_MAX_FDS + 2];
 	struct kr_resource_spec spec = { 0 };
+	struct kr_sandbox_opts sb;
 	struct kr_client *c;
 	struct kr_config cfg;
-	char err[256], sel[300];
+	char err[256], sel[300], sockdir[200];
 	int i, n, t, lfd;
 
 	for (i = 1; i + 1 < argc; i += 2) {
@@ -153,6 +154,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gateway: unable to listen on %s: %s\n", sock, strerror(errno));
 		return 1;
 	}
+	/* Ready: from here on only the token, the socket's directory and the API server's port. */
+	memset(&sb, 0, sizeof(sb));
+	snprintf(sockdir, sizeof(sockdir), "%s", sock);
+	if (strrchr(sockdir, '/'))
+		*strrchr(sockdir, '/') = '\0';
+	else
+		snprintf(sockdir, sizeof(sockdir), ".");
+	sb.write_dirs[0] = sockdir;    /* the socket is removed at the end */
+	sb.uid = sb.gid = -1;
+	if (kr_client_sandbox(c, &sb, err, sizeof(err)) != 0) {
+		fprintf(stderr, "gateway: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "gateway: %s\n", err);
 	while (!stopping) {
 		n = kr_client_fds(c, kfd, KR_CLIENT_MAX_FDS, &t);
 		if (n < 0)

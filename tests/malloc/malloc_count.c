@@ -58,6 +58,21 @@ struct phase {
 static struct phase phases[2];   /* 0: start-up, 1: running (inside kr_loop_run) */
 static int running;
 static pid_t owner;
+/* Set in a forked child by the fork wrapper: once kreflect's sandbox is on, getpid is
+ * not on its system-call list, so a child is told apart without asking. */
+static volatile long in_child;
+
+pid_t __real_fork(void);
+pid_t __wrap_fork(void);
+
+pid_t __wrap_fork(void)
+{
+	pid_t pid = __real_fork();
+
+	if (pid == 0)
+		in_child = -1;  /* its pid is not asked for either */
+	return pid;
+}
 static int depth;                /* calloc calling malloc inside the C library counts once */
 static const char *count_file;   /* $KR_MALLOC_COUNT_FILE, or NULL for stderr */
 
@@ -79,11 +94,12 @@ void *__wrap_aligned_alloc(size_t align, size_t n);
 void *__wrap_memalign(size_t align, size_t n);
 int __wrap_kr_loop_run(struct kr_loop *l);
 
+/* Opened once at start: after start-up kreflect's sandbox lets it open nothing outside --dir. */
+static int count_fd = -1;
+
 static int open_out(void)
 {
-	int fd = count_file ? open(count_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-
-	return fd < 0 ? 2 : fd;
+	return count_fd < 0 ? 2 : count_fd;
 }
 
 static void out(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -91,21 +107,17 @@ static void out(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3
 static void note(int fn, size_t bytes, void *from)
 {
 	struct phase *ph;
-	pid_t pid;
 
 	if (!owner)
 		owner = getpid();
 	if (depth > 0)
 		return;
-	pid = getpid();
-	if (pid != owner) {
+	if (in_child) {
 		/* Shown, not counted: it proves the wrappers see the C library's own calls. */
 		int fd = open_out();
 
 		out(fd, "malloc-count child pid=%ld fn=%s bytes=%zu from=%p (not counted)\n",
-		    (long)pid, fn_names[fn], bytes, from);
-		if (fd != 2)
-			close(fd);
+		    (long)in_child, fn_names[fn], bytes, from);
 		return;
 	}
 	ph = &phases[running];
@@ -217,7 +229,7 @@ static void report(void)
 	static const char *const names[2] = {"startup", "running"};
 	int fd, p, f, i;
 
-	if (getpid() != owner)
+	if (in_child)
 		return;
 	fd = open_out();
 	for (p = 0; p < 2; p++) {
@@ -242,8 +254,6 @@ static void report(void)
 			out(fd, "malloc-count caller phase=%s fn=%s bytes=%zu from=%p\n", names[p],
 			    fn_names[phases[p].first[i].fn], phases[p].first[i].bytes,
 			    phases[p].first[i].from);
-	if (fd != 2)
-		close(fd);
 }
 
 __attribute__((constructor))
@@ -254,6 +264,8 @@ static void malloc_count_start(void)
 	if (!owner)
 		owner = getpid();
 	count_file = path && *path ? path : NULL;
+	if (count_file)
+		count_fd = open(count_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	depth++;                 /* atexit's own bookkeeping is not kreflect's */
 	atexit(report);
 	depth--;
