@@ -203,6 +203,15 @@ FUZZ_LDFLAGS_state_crash := $(STATE_WRAP)
 MBEDTLS_O := build/$(TARGET)$(if $(filter tiny,$(PROFILE)),-tiny)/mbedtls
 MBEDTLS_LIB := $(MBEDTLS_O)/libmbedtls.a
 
+# The shared library (not for asan/fuzz, whose objects are not position-independent
+# the same way): libkreflect.so.1 holds kreflect and mbedTLS, and exports only the
+# functions of kreflect.h (config/libkreflect.map), so a program built against
+# 1.x keeps running on any later 1.y (tests/abi/check.py holds that).
+ifeq ($(filter asan fuzz,$(TARGET))$(PROFILE),)
+SHLIB := $(O)/libkreflect.so.$(VERSION)
+endif
+SONAME := libkreflect.so.$(firstword $(subst ., ,$(VERSION)))
+
 .PHONY: lib install target-lib
 .PHONY: all deps packages mbedtls-src cross test test-cross check-symbols lint \
 	size clean distclean demo target-bin target-tests target-fuzz fuzz fuzz-merge help \
@@ -246,9 +255,12 @@ install: | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	$(Q)install -m 0644 src/kreflect.h $(DESTDIR)$(PREFIX)/include/kreflect.h
 	$(Q)install -m 0644 $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(DESTDIR)$(PREFIX)/lib/
+	$(if $(SHLIB),$(Q)install -m 0755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/ && \
+	  ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(PREFIX)/lib/$(SONAME) && \
+	  ln -sfn $(SONAME) $(DESTDIR)$(PREFIX)/lib/libkreflect.so)
 	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^includedir=.*|includedir=$${prefix}/include|' \
 	  -e 's|^libdir=.*|libdir=$${prefix}/lib|' $(O)/kreflect.pc >$(DESTDIR)$(PREFIX)/lib/pkgconfig/kreflect.pc
-	@echo "  INSTALL $(DESTDIR)$(PREFIX): include/kreflect.h lib/libkreflect.a lib/libkreflect-mbedtls.a lib/pkgconfig/kreflect.pc"
+	@echo "  INSTALL $(DESTDIR)$(PREFIX): include/kreflect.h lib/libkreflect.a lib/libkreflect-mbedtls.a lib/$(notdir $(SHLIB)) lib/pkgconfig/kreflect.pc"
 
 # Everything that `make test` runs, built first so that build output and test
 # output do not interleave.
@@ -296,7 +308,7 @@ FORCE:
 # --- per-target build (called with TARGET set) -------------------------------------------
 
 target-bin: $(O)/kreflect
-target-lib: $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(O)/kreflect.pc
+target-lib: $(O)/libkreflect.a $(O)/libkreflect-mbedtls.a $(O)/kreflect.pc $(SHLIB)
 
 # Every module but main (the CLI's outputs come along; a program links only
 # the objects it uses). mbedTLS in its own archive, so that a firmware that
@@ -316,6 +328,13 @@ endef
 
 $(O)/libkreflect.a: $(OBJ)
 	$(call plain_archive,$@,$(O)/lib-obj,$(OBJ))
+
+$(O)/libkreflect.so.$(VERSION): $(OBJ) $(MBEDTLS_LIB) config/libkreflect.map
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared $(ARCH_FLAGS) $(ARCH_LDFLAGS) -Wl,--gc-sections $(LDHARDEN) $(NO_LTO) \
+	  -Wl,-soname,$(SONAME) -Wl,--version-script=config/libkreflect.map -Wl,--no-undefined \
+	  -o $@ $(OBJ) $(MBEDTLS_LIB)
+	$(Q)ln -sfn $(@F) $(O)/$(SONAME) && ln -sfn $(SONAME) $(O)/libkreflect.so
 
 $(O)/libkreflect-mbedtls.a: $(MBEDTLS_LIB)
 	$(call plain_archive,$@,$(O)/lib-mbedtls-obj,$(MBEDTLS_OBJ))

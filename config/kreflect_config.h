@@ -256,6 +256,10 @@
 #ifndef KR_WITH_DNS
 #define KR_WITH_DNS 1          /* host names (musl's resolver, 20 KB); without: IP addresses only */
 #endif
+#ifndef KR_WITH_WAKEUP
+#define KR_WITH_WAKEUP 1       /* kr_client_wakeup's eventfd; without (the tiny CLI has no
+				  host to wake it): KR_ENOTSUP, and no descriptor */
+#endif
 #ifndef KR_WITH_GZIP
 #define KR_WITH_GZIP 1         /* gzip LIST bodies (the inflater: a 32 KiB window); without: plain */
 #endif

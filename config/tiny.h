@@ -10,6 +10,9 @@
 #ifndef KR_MAX_RESOURCES
 #define KR_MAX_RESOURCES 1
 #endif
+#ifndef KR_WITH_WAKEUP
+#define KR_WITH_WAKEUP 0                  /* the CLI has no host thread to wake it */
+#endif
 #ifndef KR_MAX_OBJECTS
 #define KR_MAX_OBJECTS 128
 #endif

@@ -160,6 +160,16 @@ int kr_port_signals_open(void);
 /* Reads one pending signal number from fd; 0 if none is pending. */
 int kr_port_signal_read(int fd);
 
+/*
+ * A descriptor that another thread or a signal handler makes readable
+ * (kr_client_wakeup): an eventfd, or a self-pipe where there is none.
+ * Open returns it or -1; signal is async-signal-safe and never blocks; drain
+ * makes it unreadable again. Closed with kr_port_close.
+ */
+int kr_port_wakeup_open(void);
+void kr_port_wakeup_signal(int fd);
+void kr_port_wakeup_drain(int fd);
+
 /* --- memory ------------------------------------------------------------------- */
 
 /*

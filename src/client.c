@@ -11,6 +11,7 @@
 #include "client.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,12 +38,27 @@
 
 enum { ST_INIT, ST_STARTED, ST_STOPPED };
 
+struct kr_client;
+static void open_wakeup(struct kr_client *c);
+
+/*
+ * The public structs as 1.0 released them: a caller's struct_size (or size)
+ * below these is not one of ours. They stay these expressions when fields are
+ * added after the last 1.0 one (kreflect.h "ABI"); tests/abi/ pins the numbers.
+ */
+#define CONFIG_SIZE_1_0 (offsetof(struct kr_config, memory_bytes) + sizeof(size_t))
+#define STATUS_SIZE_1_0 (offsetof(struct kr_status, status_reason) + sizeof(const char *))
+
 struct kr_client {
 	uint32_t magic;
 	int state;
 	int in_callback;               /* >0 while a user callback runs */
 	int started;                   /* the store and the reflectors were set up */
 	int stop_asked;
+	volatile int wake_fd;          /* kr_client_wakeup's eventfd once started, else -1 */
+	int running;                   /* inside kr_client_run: a wake-up ends its loop */
+	int woken;                     /* the wake-up descriptor was read */
+	struct kr_source wake;
 	struct kr_config cfg;          /* the caller's; strings not kept past start */
 	size_t max_objects, arena_bytes, nbuckets;
 	struct kr_entry *entries;
@@ -105,16 +121,51 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
-void kr_config_init(struct kr_config *cfg)
+const char *kr_version(int *num)
 {
-	if (!cfg)
+	if (num)
+		*num = KR_VERSION_NUM;
+	return KR_VERSION;
+}
+
+/*
+ * Defaults into the first size bytes of cfg (a program built against an
+ * older or newer header). Every 1.0 field lies within CONFIG_SIZE_1_0; a
+ * field added later gets its default only where size holds it.
+ */
+void kr_config_init_size(struct kr_config *cfg, size_t size)
+{
+	if (!cfg || size < CONFIG_SIZE_1_0)
 		return;
-	memset(cfg, 0, sizeof(*cfg));
+	memset(cfg, 0, size);
+	cfg->struct_size = size;
 	cfg->watch_list = KR_WL_AUTO;
 	cfg->log_level = 1;
 	cfg->gzip = KR_WITH_GZIP;          /* a build without the inflater lists plain */
 	cfg->state_dir = KR_STATE_DIR_DEFAULT;
 	cfg->max_stale_s = -1;
+}
+
+/*
+ * The caller's configuration as this library's struct: an older, shorter one
+ * gets the defaults of the fields it lacks; a newer, longer one is taken only
+ * if the fields this library does not know are zero. Returns 0, KR_EINVAL
+ * (not made by kr_config_init) or KR_ENOTSUP (a field this library lacks).
+ */
+static int config_in(const struct kr_config *cfg, struct kr_config *out)
+{
+	size_t size, i;
+
+	if (!cfg || cfg->struct_size < CONFIG_SIZE_1_0)
+		return KR_EINVAL;
+	size = cfg->struct_size;
+	for (i = sizeof(*out); i < size; i++)
+		if (((const unsigned char *)cfg)[i] != 0)
+			return KR_ENOTSUP;
+	kr_config_init_size(out, sizeof(*out));
+	memcpy(out, cfg, size < sizeof(*out) ? size : sizeof(*out));
+	out->struct_size = sizeof(*out);
+	return 0;
 }
 
 /* --- memory ------------------------------------------------------------------------- */
@@ -167,9 +218,10 @@ static int capacities(const struct kr_config *cfg, size_t *objects, size_t *aren
 
 size_t kr_client_memory(const struct kr_config *cfg)
 {
+	struct kr_config in;
 	size_t o, a;
 
-	if (!cfg || capacities(cfg, &o, &a) != 0)
+	if (config_in(cfg, &in) != 0 || capacities(&in, &o, &a) != 0)
 		return 0;
 	return ALIGN16(sizeof(struct kr_client)) + ALIGN16(o * sizeof(struct kr_entry)) +
 	       ALIGN16(buckets_for(o) * sizeof(int32_t)) + ALIGN16(a);
@@ -177,7 +229,9 @@ size_t kr_client_memory(const struct kr_config *cfg)
 
 int kr_client_capacities_for(const struct kr_config *cfg, size_t *objects, size_t *arena)
 {
-	return cfg && capacities(cfg, objects, arena) == 0 ? 0 : KR_EINVAL;
+	struct kr_config in;
+
+	return config_in(cfg, &in) == 0 && capacities(&in, objects, arena) == 0 ? 0 : KR_EINVAL;
 }
 
 size_t kr_client_struct_size(void)
@@ -481,9 +535,11 @@ static int setup_tls(struct kr_client *c, unsigned char *pem, size_t cap, char *
 
 /* --- setup --------------------------------------------------------------------------------- */
 
-int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct kr_config *cfg,
+int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct kr_config *given,
 		   char *err, size_t errlen)
 {
+	struct kr_config in;
+	const struct kr_config *cfg = &in;
 	struct kr_client *c = mem;
 	struct kr_kubeconfig_work *w;
 	unsigned char *pem;
@@ -492,9 +548,16 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 
 	if (err && errlen)
 		err[0] = '\0';
-	if (!out || !mem || !cfg)
+	if (!out || !mem || !given)
 		return fail(err, errlen, KR_EINVAL, "kr_client_init needs out, memory and a configuration");
 	*out = NULL;
+	r = config_in(given, &in);
+	if (r == KR_ENOTSUP)
+		return fail(err, errlen, r, "the configuration sets a field kreflect %s does not have "
+			    "(struct_size %zu, this library's %zu)", KR_VERSION, given->struct_size, sizeof(in));
+	if (r != 0)
+		return fail(err, errlen, r, "the configuration was not made by kr_config_init (struct_size %zu)",
+			    given->struct_size);
 	if ((uintptr_t)mem & 15u)
 		return fail(err, errlen, KR_EINVAL, "the client's memory must be 16-byte aligned");
 	if (capacities(cfg, &o, &a) != 0)
@@ -526,6 +589,7 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	 * it is buffers (connections, TLS, the inflater's window) that a client
 	 * may never use, and the arena's pages stay untouched until they are used. */
 	kr_port_zero(c, sizeof(*c));
+	c->wake_fd = -1;
 	c->cfg = *cfg;
 	c->max_objects = o;
 	c->arena_bytes = a;
@@ -857,11 +921,61 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen)
 	}
 	c->state = ST_STARTED;
 	c->started = 1;
+	open_wakeup(c);
 	kr_reflect_start(&c->top);
 	return 0;
 }
 
 /* --- driving it ------------------------------------------------------------------------------ */
+
+static void on_wakeup(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	struct kr_client *c = s->arg;
+
+	(void)got;
+	kr_port_wakeup_drain(s->fd);
+	c->woken = 1;
+	if (c->running)
+		loop->stop = 1;
+}
+
+/* The wake-up descriptor; without one (no descriptor left), kr_client_wakeup says KR_ESTATE. */
+static void open_wakeup(struct kr_client *c)
+{
+	int fd;
+
+	if (!KR_WITH_WAKEUP)
+		return;
+	fd = kr_port_wakeup_open();
+	if (fd < 0) {
+		kr_log(KR_LOG_WARN, "unable to open the wake-up descriptor: %s", kr_port_last_error());
+		return;
+	}
+	c->wake.fd = fd;
+	c->wake.want = KR_POLL_IN;
+	c->wake.ready = on_wakeup;
+	c->wake.arg = c;
+	if (kr_loop_add(&c->loop, &c->wake) != 0) {
+		kr_port_close(fd);
+		return;
+	}
+	c->wake_fd = fd;
+}
+
+int kr_client_wakeup(struct kr_client *c)
+{
+	int fd;
+
+	if (!valid(c))
+		return KR_EINVAL;
+	if (!KR_WITH_WAKEUP)
+		return KR_ENOTSUP;
+	fd = c->wake_fd;                   /* one read: kr_client_stop sets -1 before it closes */
+	if (fd < 0)
+		return KR_ESTATE;
+	kr_port_wakeup_signal(fd);
+	return 0;
+}
 
 int kr_client_stop(struct kr_client *c)
 {
@@ -877,6 +991,13 @@ int kr_client_stop(struct kr_client *c)
 		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
 		c->state_on = 0;
 	}
+	if (KR_WITH_WAKEUP && c->wake_fd >= 0) {
+		int fd = c->wake_fd;
+
+		c->wake_fd = -1;
+		kr_loop_remove(&c->loop, &c->wake);
+		kr_port_close(fd);
+	}
 	c->loop.stop = 1;
 	c->state = ST_STOPPED;
 	return 0;
@@ -884,14 +1005,26 @@ int kr_client_stop(struct kr_client *c)
 
 int kr_client_run(struct kr_client *c)
 {
+	int r;
+
 	if (!valid(c))
 		return KR_EINVAL;
 	if (c->in_callback || c->state == ST_INIT)
 		return KR_ESTATE;
 	if (c->state != ST_STARTED)
 		return 0;
-	/* kr_client_stop sets loop.stop: the loop's own run is the whole of it. */
-	return kr_loop_run(&c->loop) < 0 ? KR_EIO : 0;
+	/* kr_client_stop sets loop.stop: the loop's own run is the whole of it; a wake-up too. */
+	c->running = 1;
+	r = kr_loop_run(&c->loop);
+	c->running = 0;
+	if (r < 0)
+		return KR_EIO;
+	if (c->woken && c->state == ST_STARTED) {
+		c->woken = 0;
+		c->loop.stop = 0;
+		return KR_RUN_WOKEN;
+	}
+	return 0;
 }
 
 int kr_client_fds(struct kr_client *c, struct kr_client_fd *fds, int max, int *timeout_ms)
@@ -945,7 +1078,9 @@ int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n
 	}
 	if (m)
 		c->loop.wakeups++;
-	return kr_loop_process(&c->loop, pf, m);
+	m = kr_loop_process(&c->loop, pf, m);
+	c->woken = 0;                      /* the host's loop needs no more than the poll() it woke */
+	return m;
 }
 
 /* --- the local endpoint ----------------------------------------------------------------------- */
@@ -1073,14 +1208,17 @@ int kr_client_foreach(struct kr_client *c, int res, void (*fn)(void *arg, const 
 	return n > 0x7fffffff ? 0x7fffffff : (int)n;
 }
 
-int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
+int kr_client_status_size(struct kr_client *c, int res, struct kr_status *out, size_t size)
 {
 	const struct kr_reflector *r;
+	struct kr_status *st = out;
 
-	if (!valid(c) || !st || res < 0 || res >= c->nres)
+	/* Every 1.0 field lies within STATUS_SIZE_1_0; a newer caller's later fields stay zero. */
+	if (!valid(c) || !out || size < STATUS_SIZE_1_0 || res < 0 || res >= c->nres)
 		return KR_EINVAL;
-	memset(st, 0, sizeof(*st));
+	memset(out, 0, size);
 	st->resource = c->res[res].name;
+	st->status_reason = "";
 	if (!c->started) {
 		st->state = c->state == ST_STOPPED ? KR_HEALTH_STOPPED : KR_HEALTH_STARTING;
 		st->last_rv = "";
@@ -1101,6 +1239,9 @@ int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
 	st->watches = r->watches;
 	st->relists = r->relists;
 	st->errors = r->errors;
+	st->failure = r->failure.cls;
+	st->http_status = r->failure.http_status;
+	st->status_reason = r->failure.status_reason;
 	return 0;
 }
 

@@ -147,6 +147,8 @@ static void fail(struct kr_conn *c, int err, const char *reason)
 	char where[sizeof(c->reason)];
 
 	kr_snprintf(where, sizeof(where), "%s:%u: %s", c->cfg.host, (unsigned)c->cfg.port, reason);
+	c->fail_err = err;
+	c->fail_state = c->state;
 	kr_log(KR_LOG_DEBUG, "connection to %s:%u closed while %s: %s", c->cfg.host,
 	       (unsigned)c->cfg.port, state_names[c->state], reason);
 	drop_socket(c, where);
@@ -272,6 +274,8 @@ int kr_conn_request(struct kr_conn *c, const struct kr_request *req)
 		return KR_ESTATE;
 	if (nheaders > KR_CONN_MAX_HEADERS || (nheaders && !req->headers))
 		return KR_EINVAL;
+	c->fail_err = 0;                   /* a failure of an earlier request is not this one's */
+	c->fail_state = KR_CONN_IDLE;
 	if (nheaders)
 		memcpy(headers, req->headers, nheaders * sizeof(headers[0]));
 	if (req->body) {

@@ -127,6 +127,8 @@ struct kr_conn {
 	size_t proxylen;               /* CONNECT request bytes (kept in rbuf while sent) */
 	size_t proxysent;
 	char reason[192];              /* why the connection last closed */
+	int fail_err;                  /* the last failure's KR_E code and the state it broke */
+	enum kr_conn_state fail_state; /* in (a lookup, the handshake): its class for the host */
 	/* counters */
 	unsigned long connects;
 	unsigned long requests;

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "codec.h"
 #include "fmt.h"
 #include "kreflect.h"
 
@@ -55,17 +56,6 @@ static int is_ctl(unsigned char c)
 static int is_ws(unsigned char c)
 {
 	return c == ' ' || c == '\t';
-}
-
-static int hex_value(unsigned char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static unsigned char lower(unsigned char c)
@@ -464,7 +454,7 @@ static int parse_chunk_size(struct kr_http_resp *r)
 	unsigned long long size = 0;
 	int h;
 
-	while (i < n && (h = hex_value((unsigned char)l[i])) >= 0) {
+	while (i < n && (h = kr_hex_value((unsigned char)l[i])) >= 0) {
 		if (i == 16)
 			return fail(r, KR_ETOOBIG, "chunk size longer than 16 hex digits");
 		size = size << 4 | (unsigned)h;

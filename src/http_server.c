@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "codec.h"
 #include "kreflect.h"
 
 enum state {
@@ -338,17 +339,6 @@ int kr_http_server_feed(struct kr_http_server_req *r, const char *buf, size_t le
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decodes s[0..n) into out; plus: '+' means space. Returns length or KR_E. */
 static int decode(const char *s, size_t n, int plus, int no_slash, char *out, size_t cap)
 {
@@ -362,8 +352,8 @@ static int decode(const char *s, size_t n, int plus, int no_slash, char *out, si
 
 			if (i + 2 >= n)
 				return KR_EINVAL;
-			h = hexval(s[i + 1]);
-			l = hexval(s[i + 2]);
+			h = kr_hex_value((unsigned char)s[i + 1]);
+			l = kr_hex_value((unsigned char)s[i + 2]);
 			if (h < 0 || l < 0)
 				return KR_EINVAL;
 			c = (char)(h * 16 + l);

@@ -25,13 +25,52 @@
  * KR_ESTATE; a caller buffer too small is KR_ENOSPC. Misuse never crashes.
  *
  * Callbacks run inside kr_client_run/kr_client_process. From a callback
- * only these calls are legal: kr_client_stop, kr_client_get,
- * kr_client_foreach, kr_client_status, kr_client_resource_name,
- * kr_client_ready and kr_object_field; any other returns KR_ESTATE. Views
+ * only these calls are legal: kr_client_stop, kr_client_wakeup,
+ * kr_client_get, kr_client_foreach, kr_client_status, kr_client_resource_name,
+ * kr_client_ready and kr_object_field (and the ones that take no client);
+ * any other returns KR_ESTATE. Views
  * (const char * + length) passed to callbacks or filled by kr_client_get are
  * valid until the callback returns or until the client next runs.
  *
  * C99; usable from C++.
+ *
+ * ABI (1.0 and on): libkreflect.so.1 keeps its soname while programs built
+ * against any 1.x header keep working. How the structs evolve:
+ *  - struct kr_config starts with struct_size, which kr_config_init() (an
+ *    inline wrapper: the size is the caller's sizeof, compiled into the
+ *    program) fills. A newer library reads an older, shorter struct and
+ *    gives the fields it lacks their defaults; an older library takes a
+ *    newer, longer one only if the fields it does not know are all zero
+ *    (else KR_ENOTSUP), as Linux's extensible system calls (openat2,
+ *    clone3) do. Fields are only ever added at the end.
+ *  - struct kr_status is filled up to the caller's sizeof (kr_client_status
+ *    is an inline wrapper passing it), so it can grow at the end too.
+ *  - structs the library hands to callbacks (kr_event, kr_state_change,
+ *    kr_object) only grow at the end: read the fields you know.
+ *  - struct kr_resource_spec, kr_listen_config and kr_client_fd are frozen:
+ *    a new option comes as a new call, not a new field.
+ * Why a size field and not opaque setters (libcurl's curl_easy_setopt with
+ * CURLOPT_* numbers, mosquitto's mosquitto_int_option): setters need the
+ * options object to live somewhere, and this library has no heap; they also
+ * turn every misspelt option into a run-time error. c-ares' ares_init_options
+ * keeps a struct and says which fields are set with a bit mask (optmask):
+ * the mask is one more thing a caller can get wrong, where a zero or default
+ * field already says "not set", and c-ares locked that struct at 1.6.0 (its
+ * later options are calls). A size keeps the plain struct that 0.x programs
+ * wrote, and makes growing it safe both ways.
+ * tests/abi/ pins every public struct's size and offsets and every
+ * prototype; `make test` fails when one changes incompatibly.
+ *
+ * Process-wide effects (shared by every client of the process):
+ *  - one static heap for TLS (mbedTLS's buffer allocator), outside the
+ *    memory kr_client_memory() counts;
+ *  - the log level and the log handler (kr_set_log_handler);
+ *  - children forked for name lookups and, with a state directory and
+ *    state_sync_inline 0, for each snapshot's fsync and rename: a host
+ *    that reaps every child (waitpid(-1, ...)) takes their exit status
+ *    from the client, which then sees the lookup or the write fail;
+ *  - SIGPIPE is ignored once a client starts (a closed socket is an error
+ *    code, not a signal).
  */
 #ifndef KREFLECT_H
 #define KREFLECT_H
@@ -43,7 +82,19 @@
 extern "C" {
 #endif
 
-#define KR_VERSION "0.2.0"
+#define KR_VERSION "1.0.0"
+#define KR_VERSION_MAJOR 1
+#define KR_VERSION_MINOR 0
+#define KR_VERSION_PATCH 0
+/* 0xMMmmpp: compare at compile time (#if KR_VERSION_NUM >= 0x010100). */
+#define KR_VERSION_NUM ((KR_VERSION_MAJOR << 16) | (KR_VERSION_MINOR << 8) | KR_VERSION_PATCH)
+
+/*
+ * The version of the library the program runs with (which may be newer than
+ * the header it was built with): the string ("1.0.0"), and in *num, if not
+ * NULL, its KR_VERSION_NUM.
+ */
+const char *kr_version(int *num);
 
 enum kr_err {
 	KR_OK = 0,
@@ -88,6 +139,8 @@ enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };
  * HTTPS_PROXY/NO_PROXY (or the cluster's proxy-url) choose a proxy.
  */
 struct kr_config {
+	size_t struct_size;            /* sizeof(struct kr_config), set by kr_config_init */
+
 	/* connection */
 	const char *kubeconfig;        /* path, or paths joined by ':' */
 	const char *context;           /* kubeconfig context; NULL: current-context */
@@ -136,8 +189,16 @@ struct kr_config {
 	size_t memory_bytes;           /* or one budget for both: split by kr_client_memory() */
 };
 
-/* Fills cfg with the defaults (every field zero or the default above). */
-void kr_config_init(struct kr_config *cfg);
+/*
+ * Fills cfg with the defaults (every field zero or the default above) and
+ * sets cfg->struct_size. A configuration not made by it (struct_size 0) is
+ * refused by kr_client_memory (0) and kr_client_init (KR_EINVAL).
+ */
+void kr_config_init_size(struct kr_config *cfg, size_t size);
+static inline void kr_config_init(struct kr_config *cfg)
+{
+	kr_config_init_size(cfg, sizeof(*cfg));
+}
 
 /* --- the client ---------------------------------------------------------------- */
 
@@ -235,6 +296,32 @@ const char *kr_event_name(enum kr_event_type t);
 int kr_client_on_event(struct kr_client *c, void (*fn)(void *arg, const struct kr_event *ev),
 		       void *arg);
 
+/*
+ * Why a resource is backing off, as data: the class of its last failure.
+ * The CLI's log lines and /metrics (kreflect_failures_total) use the same
+ * names (kr_failure_name). Values are never renumbered; new ones are added
+ * at the end, so treat an unknown value as KR_FAIL_OTHER.
+ */
+enum kr_failure {
+	KR_FAIL_NONE = 0,
+	KR_FAIL_NETWORK,                /* refused, unreachable, reset, a deadline with no answer */
+	KR_FAIL_DNS,                    /* the server's name did not resolve */
+	KR_FAIL_TLS,                    /* handshake or verification failed */
+	KR_FAIL_UNAUTHORIZED,           /* HTTP 401: credentials refused */
+	KR_FAIL_FORBIDDEN,              /* HTTP 403: RBAC does not allow it */
+	KR_FAIL_NOT_FOUND,              /* HTTP 404: the resource is not served */
+	KR_FAIL_THROTTLED,              /* HTTP 429 (or an ERROR event 429), Retry-After */
+	KR_FAIL_SERVER,                 /* HTTP 5xx */
+	KR_FAIL_EXPIRED,                /* HTTP 410 or an ERROR event 410: relist */
+	KR_FAIL_PROTOCOL,               /* broken HTTP, chunking, JSON; another 4xx or ERROR */
+	KR_FAIL_CAPACITY,               /* an object could not be held: relist for room */
+	KR_FAIL_OTHER,                  /* none of the above (a very short watch, ...) */
+	KR_FAIL_N                       /* the count; not a class */
+};
+
+/* The class's short name ("forbidden"); "other" for an unknown value. */
+const char *kr_failure_name(enum kr_failure f);
+
 /* What a resource's reflector is doing. */
 enum kr_health {
 	KR_HEALTH_STARTING,             /* not asked yet */
@@ -250,6 +337,11 @@ struct kr_state_change {
 	enum kr_health state;
 	const char *reason;            /* BACKOFF: why ("watch expired", ...); else "" */
 	int64_t next_attempt_ms;       /* BACKOFF: milliseconds from now until the next try */
+	/* since 1.0 */
+	enum kr_failure failure;       /* BACKOFF: the class of the failure; else KR_FAIL_NONE */
+	int http_status;               /* BACKOFF: the HTTP status (or an ERROR event's code), 0 none */
+	const char *status_reason;     /* BACKOFF: the server's Status reason ("Forbidden",
+					  "Expired"), "" if it sent none */
 };
 
 /* Calls fn on every state change of any resource. One callback; NULL removes it. */
@@ -268,15 +360,19 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen);
 
 /*
  * Runs the client's own poll() loop until kr_client_stop() (from a
- * callback or a signal handler's flag you check in a callback) or, with
- * stop_after_sync, until every resource synced. Returns 0 or KR_EIO.
- * KR_ESTATE if not started or called from a callback.
+ * callback) or, with stop_after_sync, until every resource synced: then
+ * returns 0. Returns KR_RUN_WOKEN after kr_client_wakeup() (from a signal
+ * handler or another thread; call it again to go on), KR_EIO if poll()
+ * failed, KR_ESTATE if not started or called from a callback.
  */
 int kr_client_run(struct kr_client *c);
 
 /*
  * Closes every connection and cancels every timer; no event follows.
  * Legal from a callback (takes effect when it returns). Idempotent.
+ * With a state directory, writes one last snapshot first if the mirror
+ * moved since the last one (inline: its fsync and rename before it
+ * returns), and waits for a snapshot's child still running.
  */
 int kr_client_stop(struct kr_client *c);
 
@@ -400,10 +496,22 @@ struct kr_status {
 	const char *last_rv;
 	const char *reason;            /* the last connection problem, "" if none */
 	unsigned long lists, watch_lists, watches, relists, errors;
+	/* since 1.0 */
+	enum kr_failure failure;       /* the class of the last failure, KR_FAIL_NONE if none */
+	int http_status;               /* its HTTP status (or ERROR event's code), 0 if none */
+	const char *status_reason;     /* the server's Status reason, "" if none */
 };
 
-/* Fills *st for resource res. Returns 0, KR_EINVAL. */
-int kr_client_status(struct kr_client *c, int res, struct kr_status *st);
+/*
+ * Fills *st for resource res. Returns 0, KR_EINVAL. The library fills
+ * size bytes of it (the inline wrapper passes the caller's sizeof): a
+ * size below 1.0's struct is KR_EINVAL.
+ */
+int kr_client_status_size(struct kr_client *c, int res, struct kr_status *st, size_t size);
+static inline int kr_client_status(struct kr_client *c, int res, struct kr_status *st)
+{
+	return kr_client_status_size(c, res, st, sizeof(*st));
+}
 
 /* Number of resources (after start: discovered ones included), or KR_EINVAL. */
 int kr_client_resources(struct kr_client *c);
@@ -411,8 +519,54 @@ int kr_client_resources(struct kr_client *c);
 /* The name of resource res ("configmaps"), or NULL. */
 const char *kr_client_resource_name(struct kr_client *c, int res);
 
-/* 0: not every resource synced yet; 1: synced but degraded (a mirror partial); 2: all good. */
+/* What kr_client_ready answers (the numbers are those of 0.x). */
+enum kr_ready {
+	KR_READY_NOT_SYNCED = 0,        /* not every resource synced yet */
+	KR_READY_DEGRADED = 1,          /* synced, but some objects could not be held */
+	KR_READY_OK = 2,                /* every resource synced and whole */
+};
+
+/* A KR_READY_... value, or KR_EINVAL. */
 int kr_client_ready(struct kr_client *c);
+
+/* --- waking, logging ------------------------------------------------------------- */
+
+/*
+ * Wakes the client's loop: kr_client_run returns KR_RUN_WOKEN soon after
+ * (the host checks its own flags and calls kr_client_run again, or
+ * kr_client_stop), and in the host's loop the client's wake-up descriptor
+ * (one of kr_client_fds) becomes readable. Safe from a signal handler and
+ * from any thread (one write(2) to an eventfd); not concurrently with
+ * kr_client_stop from another thread. Wake-ups before the loop runs are
+ * kept (one). Returns 0, KR_EINVAL, KR_ESTATE (not started, or stopped),
+ * KR_ENOTSUP (a build without it: the PROFILE=tiny CLI).
+ *
+ * Timers of the host: kr_client_run has none, by design. A host that has
+ * its own work on a clock runs its own loop (kr_client_fds and
+ * kr_client_process) and takes kr_client_fds' timeout into its own; one
+ * that has only events from other threads or signals calls this.
+ */
+#define KR_RUN_WOKEN 1
+int kr_client_wakeup(struct kr_client *c);
+
+/* Levels of log lines (the handler's level argument). */
+enum kr_log_level {
+	KR_LOG_ERROR = 0,
+	KR_LOG_WARN = 1,
+	KR_LOG_INFO = 2,
+	KR_LOG_DEBUG = 3,
+	KR_LOG_TRACE = 4,
+};
+
+/*
+ * Sends every log line to fn (process-wide: all clients) instead of
+ * stderr: fn(arg, level, text) with the text alone (no "kreflect: info: "
+ * prefix, no newline, NUL-terminated, at most 1023 bytes), from inside the
+ * loop, never with a secret in it. NULL goes back to stderr. Lines above
+ * the configured log_level are not formatted at all. Set it before
+ * starting clients; the call itself is not thread-safe. Returns 0.
+ */
+int kr_set_log_handler(void (*fn)(void *arg, int level, const char *text), void *arg);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "codec.h"
 #include "fmt.h"
 #include "kreflect.h"
 #include "port.h"
@@ -270,17 +271,6 @@ static int end_line(struct yaml *y)
 	return 0;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Reads the escape whose letter is at s[*i] (after a backslash), within
  * s[..n). Returns its code point and moves *i past it, or -1 if invalid.
@@ -317,7 +307,7 @@ static long escape_cp(const char *s, size_t *i, size_t n)
 	}
 	(*i)++;
 	for (k = 0; k < nhex; k++, (*i)++) {
-		if (*i >= n || (h = hexval((unsigned char)s[*i])) < 0)
+		if (*i >= n || (h = kr_hex_value((unsigned char)s[*i])) < 0)
 			return -1;
 		v = v * 16 + h;
 		if (v > 0x10ffff)
@@ -923,7 +913,7 @@ static size_t json_string_end(const char *s, size_t n, size_t i)
 				return 0;
 			if (s[i] == 'u') {
 				for (k = 0; k < 4; k++)
-					if (++i >= n || hexval((unsigned char)s[i]) < 0)
+					if (++i >= n || kr_hex_value((unsigned char)s[i]) < 0)
 						return 0;
 			} else if (!strchr("\"\\/bfnrt", s[i]) || s[i] == 0) {
 				return 0;
@@ -1199,21 +1189,6 @@ static void put_byte(struct sink *k, unsigned char b)
 	k->len++;
 }
 
-static int b64val(unsigned char b)
-{
-	if (b >= 'A' && b <= 'Z')
-		return b - 'A';
-	if (b >= 'a' && b <= 'z')
-		return b - 'a' + 26;
-	if (b >= '0' && b <= '9')
-		return b - '0' + 52;
-	if (b == '+')
-		return 62;
-	if (b == '/')
-		return 63;
-	return -1;
-}
-
 static void put(struct sink *k, unsigned char b)
 {
 	int v;
@@ -1229,7 +1204,7 @@ static void put(struct sink *k, unsigned char b)
 			k->bad = 1;
 		return;
 	}
-	v = b64val(b);
+	v = kr_base64_value(b);
 	if (v < 0 || k->npad) {
 		k->bad = 1;
 		return;

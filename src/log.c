@@ -6,6 +6,8 @@
 #include <string.h>
 
 static int max_level = KR_LOG_INFO;
+static void (*handler)(void *arg, int level, const char *text);
+static void *handler_arg;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug", "trace" };
 
@@ -58,6 +60,13 @@ int kr_log_format(char *buf, int size, int level, const char *fmt, ...)
 	return n;
 }
 
+int kr_set_log_handler(void (*fn)(void *arg, int level, const char *text), void *arg)
+{
+	handler = fn;
+	handler_arg = arg;
+	return 0;
+}
+
 void kr_log(int level, const char *fmt, ...)
 {
 	char line[KR_LOG_LINE_MAX];
@@ -67,6 +76,14 @@ void kr_log(int level, const char *fmt, ...)
 	if (level > max_level)
 		return;
 	va_start(ap, fmt);
+	if (handler) {
+		/* The text alone: the host adds its own prefix and line end. */
+		if (kr_vsnprintf(line, sizeof(line), fmt, ap) < 0)
+			line[0] = '\0';
+		va_end(ap);
+		handler(handler_arg, level < KR_LOG_ERROR ? KR_LOG_ERROR : level, line);
+		return;
+	}
 	n = format_line(line, sizeof(line), level, fmt, ap);
 	va_end(ap);
 	if (n > 0)

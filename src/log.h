@@ -6,13 +6,7 @@
 #ifndef KR_LOG_H
 #define KR_LOG_H
 
-enum kr_log_level {
-	KR_LOG_ERROR = 0,
-	KR_LOG_WARN = 1,
-	KR_LOG_INFO = 2,
-	KR_LOG_DEBUG = 3,
-	KR_LOG_TRACE = 4,
-};
+#include "kreflect.h"              /* enum kr_log_level, kr_set_log_handler */
 
 /* Longest log line; longer messages are cut and end in "...". */
 #define KR_LOG_LINE_MAX 1024

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec.h"
 #include "fmt.h"
 #include "kreflect.h"
 #include "port.h"
@@ -15,16 +16,6 @@
 static int lower(int ch)
 {
 	return ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch;
-}
-
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = lower(ch);
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
 }
 
 /* Appends the percent-decoding of s[0..n) to out at *len. Returns 0 or -1 (bad %, full). */
@@ -40,8 +31,8 @@ static int decode(const char *s, size_t n, char *out, size_t size, size_t *len)
 
 			if (i + 2 >= n)
 				return -1;
-			hi = hexval((unsigned char)s[i + 1]);
-			lo = hexval((unsigned char)s[i + 2]);
+			hi = kr_hex_value((unsigned char)s[i + 1]);
+			lo = kr_hex_value((unsigned char)s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			ch = hi * 16 + lo;
@@ -52,38 +43,6 @@ static int decode(const char *s, size_t n, char *out, size_t size, size_t *len)
 		out[(*len)++] = (char)ch;
 	}
 	return 0;
-}
-
-static void base64(const unsigned char *in, size_t n, char *out)
-{
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i, o = 0;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
-
-		out[o++] = tab[v >> 18 & 63];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = tab[v >> 6 & 63];
-		out[o++] = tab[v & 63];
-	}
-	if (n - i == 1) {
-		unsigned v = (unsigned)in[i] << 16;
-
-		out[o++] = tab[v >> 18 & 63];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = '=';
-		out[o++] = '=';
-	} else if (n - i == 2) {
-		unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8;
-
-		out[o++] = tab[v >> 18 & 63];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = tab[v >> 6 & 63];
-		out[o++] = '=';
-	}
-	out[o] = '\0';
 }
 
 static int bad(char *err, size_t errsize, const char *why)
@@ -201,7 +160,8 @@ int kr_proxy_parse(struct kr_proxy *p, const char *url, char *err, size_t errsiz
 	p->port = (uint16_t)port;
 	if (at) {
 		memcpy(p->auth, "Basic ", 6);
-		base64((const unsigned char *)cred, clen, p->auth + 6);
+		/* Fits: CRED_MAX bounds the credentials to what the encoded value has room for. */
+		kr_base64_encode(p->auth + 6, sizeof(p->auth) - 6, (const unsigned char *)cred, clen);
 	}
 	memset(cred, 0, sizeof(cred));
 	return 0;

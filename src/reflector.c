@@ -107,11 +107,16 @@ static void tell_state(struct kr_reflector *r, enum kr_health state, const char 
 	r->told_state = state;
 	if (!r->top->on_state)
 		return;
+	if (state == KR_HEALTH_BACKOFF)
+		r->failures[r->failure.cls]++;
 	st.res = r->index;
 	st.resource = r->res.name;
 	st.state = state;
 	st.reason = reason ? reason : "";
 	st.next_attempt_ms = next_ms;
+	st.failure = state == KR_HEALTH_BACKOFF ? r->failure.cls : KR_FAIL_NONE;
+	st.http_status = state == KR_HEALTH_BACKOFF ? r->failure.http_status : 0;
+	st.status_reason = state == KR_HEALTH_BACKOFF ? r->failure.status_reason : "";
 	r->top->on_state(r->top->state_arg, &st);
 }
 
@@ -146,7 +151,9 @@ static void backoff_then(struct kr_reflector *r, void (*next)(struct kr_reflecto
 {
 	int64_t ms = kr_backoff_next(&r->backoff, kr_port_now_ms());
 
-	kr_log(KR_LOG_DEBUG, "%s: %s; next attempt in %lld ms", r->res.name, why, (long long)ms);
+	kr_reflector_classify_failure(r);
+	kr_log(KR_LOG_DEBUG, "%s: %s (%s); next attempt in %lld ms", r->res.name, why,
+	       kr_failure_name(r->failure.cls), (long long)ms);
 	wait_then(r, ms, next);
 	tell_state(r, KR_HEALTH_BACKOFF, why, ms);
 }
@@ -1180,6 +1187,7 @@ static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_re
 	if (s > MAX_RETRY_AFTER_S)
 		s = MAX_RETRY_AFTER_S;
 	r->retry_after_count++;
+	kr_reflector_classify_failure(r);
 	kr_log(KR_LOG_WARN, "%s: server answered %d, retrying in %ld s as it asked", r->res.name,
 	       r->status, s);
 	wait_then(r, s * 1000, again);

@@ -174,6 +174,12 @@ struct kr_reflector {
 	 * an object boundary, stalled objects cut, own objects read again */
 	unsigned long tail_waits, tail_yields, tail_cuts, tail_rereads;
 	kr_ms_t cycle_start;
+	struct {                       /* the last failure, as data (kr_status, kr_state_change) */
+		enum kr_failure cls;
+		int http_status;
+		char status_reason[64];
+	} failure;
+	unsigned long failures[KR_FAIL_N]; /* backoffs by class, for /metrics */
 };
 
 /* Everything the reflectors share: loop, store, sinks, connection template. */
@@ -250,5 +256,8 @@ int kr_reflect_ready(const struct kr_reflect *top);
  * objects could not even be named (r->unread).
  */
 size_t kr_reflector_held(const struct kr_reflector *r, size_t *present);
+
+/* Classifies the response or connection that just failed into r->failure (src/failure.c). */
+void kr_reflector_classify_failure(struct kr_reflector *r);
 
 #endif /* KR_REFLECTOR_H */

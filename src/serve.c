@@ -528,6 +528,13 @@ void kr_serve_metrics(struct kr_serve *s, struct kr_out *o)
 		for (k = 0; k < KR_RS_N; k++)
 			outf(o, "kreflect_watch_restarts_total{resource=\"%s\",reason=\"%s\"} %lu\n",
 			     s->top->refl[i].res.name, restart_names[k], s->top->refl[i].restarts[k]);
+	family(o, "kreflect_failures_total", "counter",
+	       "Back-offs by the class of the failure (the library's enum kr_failure).");
+	for (i = 0; i < s->top->nrefl; i++)
+		for (k = KR_FAIL_NONE + 1; k < KR_FAIL_N; k++)
+			outf(o, "kreflect_failures_total{resource=\"%s\",class=\"%s\"} %lu\n",
+			     s->top->refl[i].res.name, kr_failure_name((enum kr_failure)k),
+			     s->top->refl[i].failures[k]);
 	family(o, "kreflect_expired_total", "counter",
 	       "410 Gone/Expired answers and ERROR events from the API server.");
 	PER_RES(o, s, "kreflect_expired_total", "%lu", r->expired);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec.h"
 #include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
@@ -144,28 +145,6 @@ static int label_text(const char *s, int key)
 	return 1;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Appends the base64 of in[0..len) to out (NUL-terminated); returns 0 or -1 if it does not fit. */
-static int base64_put(char *out, size_t size, const unsigned char *in, size_t len)
-{
-	size_t o = strlen(out), i;
-
-	if (o + (len + 2) / 3 * 4 + 1 > size)
-		return -1;
-	for (i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) |
-			     (i + 2 < len ? in[i + 2] : 0);
-
-		out[o++] = b64[v >> 18 & 63];
-		out[o++] = b64[v >> 12 & 63];
-		out[o++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
-		out[o++] = i + 2 < len ? b64[v & 63] : '=';
-	}
-	out[o] = '\0';
-	return 0;
-}
-
 /*
  * s (UTF-8, as the environment holds it) as Latin-1 in place, as Python
  * encodes it for requests' basic auth by default. -1 if a character is not
@@ -273,7 +252,10 @@ static int basic_auth(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 		memcpy(joined, c->user, ul);
 		joined[ul] = ':';
 		memcpy(joined + ul + 1, c->pass, pl);
-		r = base64_put(c->authorization, sizeof(c->authorization), joined, ul + 1 + pl);
+		size_t at = strlen(c->authorization);
+
+		r = kr_base64_encode(c->authorization + at, sizeof(c->authorization) - at, joined,
+				     ul + 1 + pl) < 0 ? -1 : 0;
 		memset(joined, 0, sizeof(joined));
 	}
 	if (r != 0) {

@@ -1,6 +1,8 @@
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "codec.h"
 #include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
@@ -808,6 +810,19 @@ static int same_bytes(struct kr_dirsink *d, int dirfd, const char *name, const c
  * exactly buf[0..len) with mode: nothing if it already does, else a
  * temporary file renamed over it (in batch mode, by the next flush).
  */
+/* The one message of a file that could not be written: "unable to write <file> for <resource> <key>: why". */
+__attribute__((format(printf, 3, 4)))
+static void cannot_write(const char *shown, const struct kr_event *ev, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	kr_vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, ev->resource, ev->key, why);
+}
+
 static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel,
 		      const char *base, const char *buf, size_t len, unsigned mode)
 {
@@ -822,13 +837,11 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	if (dfd < 0)
 		goto error;
 	if (kr_port_fs_stat_at(dfd, base, &st) < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
-		       o->ev->key, kr_port_fs_error());
+		cannot_write(shown, o->ev, "%s", kr_port_fs_error());
 		goto error;
 	}
 	if (st.type != KR_FS_NONE && st.type != KR_FS_FILE) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: it is not a regular file",
-		       shown, o->ev->resource, o->ev->key);
+		cannot_write(shown, o->ev, "it is not a regular file");
 		goto error;
 	}
 	if (st.type == KR_FS_FILE && st.mode == mode && st.size == (uint64_t)len &&
@@ -841,9 +854,8 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 		kr_dirsink_flush(d);
 	fd = create_tmp(d, dfd, base, mode, tmp, sizeof(tmp));
 	if (fd < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
-		       o->ev->key, fd == KR_EINVAL ? "no free temporary file name"
-			       : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
+		cannot_write(shown, o->ev, "%s", fd == KR_EINVAL ? "no free temporary file name"
+			     : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
 		goto error;
 	}
 	/*
@@ -875,8 +887,7 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	if (r == 0 && d->batch && kr_port_fs_sync(dfd) < 0)
 		r = KR_EIO;  /* renamed, but not known to be durable */
 	if (r < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, o->ev->resource,
-		       o->ev->key, kr_port_fs_error());
+		cannot_write(shown, o->ev, "%s", kr_port_fs_error());
 		goto error;
 	}
 	close_dir(d, dfd);
@@ -1023,9 +1034,8 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 
 		/* base is at most 2 names and o->dir shorter than a path: it fits. */
 		kr_snprintf(whole, sizeof(whole), "%s%s%s", o->dir, o->dir[0] ? "/" : "", base);
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the path is longer than %d "
-		       "bytes", short_path(&sp, whole), ev->resource, ev->key,
-		       (int)KR_DIRSINK_PATH_MAX - 1);
+		cannot_write(short_path(&sp, whole), ev, "the path is longer than %d bytes",
+			     (int)KR_DIRSINK_PATH_MAX - 1);
 		d->stats.errors++;
 		return;
 	}
@@ -1033,15 +1043,13 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 	e = find_path(d, rel);
 	if (e && !owned_by(d, e, o->owner_hash, ev->resource, ev->key)) {
 		/* Names both; an owner's key is "namespace/name", never a secret. */
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: conflict: %s %s writes it; "
-		       "the first owner keeps it", shown, ev->resource, ev->key, e_res(d, e),
-		       e_key(d, e));
+		cannot_write(shown, ev, "conflict: %s %s writes it; the first owner keeps it", e_res(d, e),
+			     e_key(d, e));
 		d->stats.conflicts++;
 		return;
 	}
 	if (e && e->stamp == d->stamp) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the object has that key twice",
-		       shown, ev->resource, ev->key);
+		cannot_write(shown, ev, "the object has that key twice");
 		d->stats.errors++;
 		return;
 	}
@@ -1057,21 +1065,18 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 		st.type = KR_FS_NONE;
 	close_dir(d, dfd);
 	if (r < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: %s", shown, ev->resource, ev->key,
-		       kr_port_fs_error());
+		cannot_write(shown, ev, "%s", kr_port_fs_error());
 		d->stats.errors++;
 		return;
 	}
 	if (st.type != KR_FS_NONE) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: conflict: the file exists and "
-		       "is not kreflect's", shown, ev->resource, ev->key);
+		cannot_write(shown, ev, "conflict: the file exists and is not kreflect's");
 		d->stats.conflicts++;
 		return;
 	}
 	e = add_entry(d, ev->resource, ev->key, rel, F_SEEN | F_TODO | F_NEW);
 	if (!e) {
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the manifest is full (%zu files)",
-		       shown, ev->resource, ev->key, d->max_files);
+		cannot_write(shown, ev, "the manifest is full (%zu files)", d->max_files);
 		d->stats.errors++;
 		return;
 	}
@@ -1106,54 +1111,6 @@ static void unclaim(struct kr_dirsink *d, struct kr_dirsink_entry *e)
 	drop_entry(d, e);
 	if (journal_add(d, "-", NULL, NULL, e_path(d, e)) < 0)
 		d->stats.errors++;
-}
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/*
- * Decodes standard base64 (padding optional) in place. Returns the decoded
- * length, or -1 if s[0..len) is not base64. Output never overtakes input.
- */
-static long b64_decode(char *s, size_t len)
-{
-	size_t i, out = 0, pad = 0;
-	uint32_t acc = 0;
-	int bits = 0;
-
-	for (i = 0; i < len; i++) {
-		int v;
-
-		if (s[i] == '=') {
-			pad++;
-			continue;
-		}
-		v = b64_value((unsigned char)s[i]);
-		if (v < 0 || pad)
-			return -1;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			s[out++] = (char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	if (pad > 2 || (len - pad) % 4 == 1 || (pad && len % 4 != 0))
-		return -1;
-	return (long)out;
 }
 
 /*
@@ -1214,14 +1171,13 @@ static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base6
 		return;
 	vlen = kr_json_unescape(json, &t[k + 1], d->buf, sizeof(d->buf));
 	if (vlen >= 0 && base64)
-		vlen = b64_decode(d->buf, (size_t)vlen);
+		vlen = kr_base64_decode(d->buf, (size_t)vlen);
 	if (vlen < 0) {
 		/* The value itself is never logged: it may be a secret. */
 		char sp[SHOWN_PATH];
 
-		kr_log(KR_LOG_ERROR, "unable to write %s for %s %s: the value is not valid %s",
-		       short_path(&sp, rel), o->ev->resource, o->ev->key,
-		       base64 ? "base64" : "JSON text");
+		cannot_write(short_path(&sp, rel), o->ev, "the value is not valid %s",
+			     base64 ? "base64" : "JSON text");
 		d->stats.errors++;
 		unclaim(d, e);
 		return;

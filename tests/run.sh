@@ -99,6 +99,8 @@ host_suites() {
 	run_suite readme-library python3 tests/example/readme.py
 	# Every relative Markdown link, and every README section named in words, resolves.
 	run_suite docs python3 tests/docs/check_docs.py
+	# libkreflect's ABI against the 1.0 baseline, and libkreflect.so.1's exports (tests/abi/).
+	run_suite abi python3 tests/abi/check.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).
 	run_suite peers python3 tests/peers/test_peers.py
 	# The test API server against kubectl 1.32 and client-go 0.32 (make deps, make peers).

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -402,6 +403,34 @@ int kr_port_signals_open(void)
 	if (fd < 0)
 		last_errno = errno;
 	return fd;
+}
+
+int kr_port_wakeup_open(void)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	if (fd < 0)
+		last_errno = errno;
+	return fd;
+}
+
+void kr_port_wakeup_signal(int fd)
+{
+	uint64_t one = 1;
+	int saved = errno;                 /* a signal handler leaves errno as it found it */
+
+	/* A failure can only be EAGAIN (the counter is full): the loop wakes anyway. */
+	if (write(fd, &one, sizeof(one)) < 0)
+		one = 0;
+	errno = saved;
+}
+
+void kr_port_wakeup_drain(int fd)
+{
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0)
+		return;                    /* EAGAIN: nothing was pending */
 }
 
 int kr_port_signal_read(int fd)

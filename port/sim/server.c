@@ -28,6 +28,7 @@
  * ERROR event, garbage, a bad chunk or a clean end after N events.
  */
 #include "sim.h"
+#include "codec.h"
 #include "kreflect.h"
 
 #include <stdio.h>
@@ -420,17 +421,6 @@ static void client_error(int s, int code, const char *reason, const char *messag
 
 /* --- requests -------------------------------------------------------------------------------- */
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes src[0..n) into dst (size bytes). -1 if malformed or too long. */
 static int unescape(char *dst, size_t size, const char *src, size_t n)
 {
@@ -444,8 +434,8 @@ static int unescape(char *dst, size_t size, const char *src, size_t n)
 
 			if (i + 2 >= n)
 				return -1;
-			hi = hexval(src[i + 1]);
-			lo = hexval(src[i + 2]);
+			hi = kr_hex_value((unsigned char)src[i + 1]);
+			lo = kr_hex_value((unsigned char)src[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			ch = hi * 16 + lo;

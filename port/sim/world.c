@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#define FD_WAKE 98
 #define FD_SIGNALS 99
 #define FD_SOCKET0 100
 #define FD_RESOLVER0 150
@@ -844,6 +845,8 @@ static kr_ms_t next_event(void)
 	return best;
 }
 
+static int wake_pending;               /* kr_port_wakeup_signal, until drained */
+
 static int ready_of(int fd, int want)
 {
 	struct sock *k = sock_of(fd);
@@ -853,7 +856,8 @@ static int ready_of(int fd, int want)
 	if (r)
 		return (want & KR_POLL_IN) && w.now >= r->ready_at ? KR_POLL_IN : 0;
 	if (!k)
-		return fd == FD_SIGNALS ? 0 : KR_POLL_ERR;
+		return fd == FD_SIGNALS ? 0 : fd == FD_WAKE ? (wake_pending ? want & KR_POLL_IN : 0)
+			: KR_POLL_ERR;
 	switch (k->state) {
 	case SK_REFUSED:
 		return w.now >= k->connect_at ? KR_POLL_OUT | KR_POLL_ERR : 0;
@@ -922,4 +926,22 @@ int kr_port_signal_read(int fd)
 {
 	(void)fd;
 	return 0;
+}
+
+int kr_port_wakeup_open(void)
+{
+	wake_pending = 0;
+	return FD_WAKE;
+}
+
+void kr_port_wakeup_signal(int fd)
+{
+	(void)fd;
+	wake_pending = 1;
+}
+
+void kr_port_wakeup_drain(int fd)
+{
+	(void)fd;
+	wake_pending = 0;
 }

@@ -87,6 +87,13 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	nested();
 }
 
+static void on_log(void *arg, int level, const char *text)
+{
+	(void)arg;
+	if (level < KR_LOG_ERROR || level > KR_LOG_TRACE || !text || strlen(text) >= 1024)
+		fail("a log line out of its bounds", level);
+}
+
 static void each(void *arg, const struct kr_object *o)
 {
 	(void)arg;
@@ -104,7 +111,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 14) {
+	switch (op % 17) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -117,9 +124,11 @@ static void step(uint8_t op, uint8_t arg)
 		cfg.max_objects = arg & 4 ? 16 : (size_t)KR_MAX_OBJECTS_CEILING + (arg & 8);
 		cfg.arena_bytes = 128u * 1024u;
 		cfg.page_size = arg & 16 ? -1 : 0;
+		if (arg & 64)
+			cfg.struct_size = arg & 128 ? 3 : 0;   /* not made by kr_config_init */
 		r = kr_client_init(&f.c, mem, (arg & 32) ? 1000 : sizeof(mem), &cfg, err, sizeof(err));
 		if (r == 0) {
-			if (!(arg & 1) || !(arg & 4) || (arg & 16) || (arg & 32))
+			if (!(arg & 1) || !(arg & 4) || (arg & 16) || (arg & 32) || (arg & 64))
 				fail("kr_client_init of a bad configuration", r);
 			f.state = INIT;
 		} else {
@@ -234,6 +243,33 @@ static void step(uint8_t op, uint8_t arg)
 		if (r == 0 && (!f.c || f.state == INIT || f.state == NONE || f.in_cb))
 			fail("kr_client_run that must fail", r);
 		return;
+	case 14:                           /* a wake-up, then run returns because of it */
+		r = kr_client_wakeup(f.c);
+		if (!f.c)
+			expect("kr_client_wakeup(NULL)", r, KR_EINVAL, KR_EINVAL);
+		else if (f.state == STARTED)
+			expect("kr_client_wakeup while started", r, 0, 0);
+		else
+			expect("kr_client_wakeup while not started", r, KR_ESTATE, KR_ESTATE);
+		if (r == 0 && !f.in_cb && (arg & 1)) {
+			r = kr_client_run(f.c);
+			if (r != KR_RUN_WOKEN && !(r == 0 && f.state == STOPPED))
+				fail("kr_client_run after a wake-up", r);
+		}
+		return;
+	case 15:                           /* a status struct of any size */
+		memset(&st, 0x5a, sizeof(st));
+		r = kr_client_status_size(f.c, (int)(arg & 1), &st, (size_t)(arg >> 1) % (sizeof(st) + 1));
+		if (r == 0 && ((size_t)(arg >> 1) % (sizeof(st) + 1) != sizeof(st) ||
+			       (unsigned)st.failure >= KR_FAIL_N || !st.status_reason))
+			fail("kr_client_status_size", r);
+		return;
+	case 16:                           /* the process-wide calls */
+		kr_set_log_handler(arg & 1 ? on_log : NULL, NULL);
+		if (!kr_failure_name((enum kr_failure)(arg >> 1)) || strcmp(kr_version(&t), KR_VERSION) != 0 ||
+		    t != KR_VERSION_NUM)
+			fail("kr_failure_name or kr_version", arg);
+		return;
 	}
 }
 
@@ -250,5 +286,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (f.c)
 		kr_client_stop(f.c);       /* closes every connection: nothing leaks into the next input */
+	kr_set_log_handler(NULL, NULL);
 	return 0;
 }
