@@ -457,6 +457,16 @@ static void next_output(struct kr_reflector *r)
 			want = free_tail > slack ? free_tail - slack : 0;
 	}
 	r->scratch = kr_store_scratch(s, want, &r->scratch_cap);
+	/*
+	 * A tail used up (by objects present but not held, down to 0 bytes) must
+	 * still read bookmarks and name the objects it cannot hold: the spare
+	 * buffer, shared like the tail. kr_store_put copies an object from it
+	 * if the arena has room after all.
+	 */
+	if (r->scratch_cap < sizeof(r->top->spare)) {
+		r->scratch = r->top->spare;
+		r->scratch_cap = sizeof(r->top->spare);
+	}
 	if (r->scratch_cap > KR_MAX_OBJECT_BYTES + KIND_ROOM)
 		r->scratch_cap = KR_MAX_OBJECT_BYTES + KIND_ROOM;
 	r->scratch_used = s->used;

@@ -31,6 +31,8 @@
 #include "store.h"
 
 #ifndef KR_MAX_SINKS
+/* Bytes to frame one bookmark, or the first bytes of an object to name it, with no arena left. */
+#define KR_SPARE_BYTES 2048
 #define KR_MAX_SINKS 7             /* main's six outputs, and one for a library caller */
 #endif
 
@@ -208,6 +210,12 @@ struct kr_reflect {
 	void (*on_state)(void *arg, const struct kr_state_change *st);
 	void *state_arg;
 	kr_json_tok toks[KR_JSON_TOKENS];
+	/*
+	 * Where events and items are framed when the store's free tail is smaller:
+	 * a bookmark, or the name of an object that will not be held, never needs
+	 * arena bytes to be read.
+	 */
+	char spare[KR_SPARE_BYTES];
 };
 
 /* Defaults: watch-list auto, pages of 500, 30 s bookmark quiet deadline, ... */

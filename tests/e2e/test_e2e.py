@@ -2547,6 +2547,21 @@ def t_capacity_bytes_by_watch(s):
     check(not anomalies, "event stream: %s" % anomalies[:3])
 
 
+@scenario("ArenaExhaustedWatchList", 8)
+def t_arena_exhausted_watch_list(s):
+    """The arena used up to its last byte by objects present but not held: the
+    watch-list still reads its end bookmark (it needs no arena bytes) and
+    syncs at once, partial, instead of waiting out the initial-events
+    timeout and falling back to a list."""
+    s.server("--initial", 10000, "--initial-size", 1024)
+    kr = s.kreflect("--arena-bytes", "8M", "--watch-list", "on", "--initial-events-timeout", "25")
+    syn = kr.wait_synced(timeout=20)[0]
+    check(syn.get("partial") is True, "SYNCED %s" % syn)
+    err = kr.stderr()
+    check("by watch-list in" in err and "falling back" not in err,
+          "not synced by the watch-list's end bookmark: %s" % kr.stderr_tail(3))
+
+
 def main(argv):
     global BIN, ART
     jobs = 5
