@@ -16,12 +16,15 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 # 340,984 (issue #20's 300/320/260 KB need a build WITHOUT some features: tests/build/README.md).
 # Tiny: 201,816, 201,784, 144,252 (200 KB met on all three; x86_64's code segment
 # ends 1,533 bytes below the page that would add 4 KiB to its file).
+# Library 1.0 (failure classes, sized configuration and status): text +0.3 % (default)
+# to +0.7 % (tiny) on every target, files unchanged except armv7-tiny, whose code
+# segment ended 88 bytes below a page: its 1,012 bytes took the next 4 KiB (148,348).
 MAX_X86_64=${KR_MAX_BINARY_BYTES:-448300}
 MAX_AARCH64=465000
 MAX_ARMV7=347900
 MAX_X86_64_TINY=205900
 MAX_AARCH64_TINY=205900
-MAX_ARMV7_TINY=147200
+MAX_ARMV7_TINY=151400
 
 for t in x86_64 aarch64 armv7; do
 	b=build/$t/kreflect

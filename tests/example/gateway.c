@@ -82,8 +82,10 @@ static void on_change(void *arg, const struct kr_event *ev)
 static void on_state(void *arg, const struct kr_state_change *st)
 {
 	(void)arg;
+	/* The failure as data: its class, and the HTTP status and Status reason if any. */
 	if (st->state == KR_HEALTH_BACKOFF)
-		fprintf(stderr, "gateway: %s: %s, next try in %lld ms\n", st->resource, st->reason,
+		fprintf(stderr, "gateway: %s: %s [%s %d %s], next try in %lld ms\n", st->resource, st->reason,
+			kr_failure_name(st->failure), st->http_status, st->status_reason,
 			(long long)st->next_attempt_ms);
 }
 

@@ -103,6 +103,8 @@ def main():
         ctl.update("configmaps", "edge", "gw", data={"log-level": "debug", "interval": "10", "enabled": "false"})
         ctl.fault(kind="stall_watch", seconds=2, watch=True, count=1)
         ctl.drop_watches()
+        ctl.fault(kind="status", code=403, watch=True, count=1)
+        ctl.drop_watches()
         ctl.update("configmaps", "edge", "gw", data={"log-level": "loud", "interval": "5", "enabled": "false"})
         time.sleep(0.5)
         ctl.update("configmaps", "edge", "gw", data={"log-level": "debug", "interval": "5", "enabled": "false"})
@@ -129,6 +131,13 @@ def main():
             ok("%d syncs (first and after the 410), each of exactly 1 object" % len(syncs))
         else:
             bad("sync lines %s: expected at least 2 of exactly 1 object" % syncs)
+        # Failures as data (kr_state_change.failure, http_status, status_reason).
+        err.flush()
+        err.seek(0)
+        classes = [ln for ln in err.read().splitlines() if ln.startswith("gateway: ") and " [" in ln]
+        for want in ("[expired 410 ", "[forbidden 403 Forbidden]"):
+            (ok if any(want in ln for ln in classes) else bad)(
+                "a backoff says %s as data (%d backoff lines)" % (want.strip(), len(classes)))
         gw.send_signal(signal.SIGTERM)
         try:
             rc = gw.wait(10 * slow)
