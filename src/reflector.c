@@ -457,6 +457,16 @@ static void next_output(struct kr_reflector *r)
 			want = free_tail > slack ? free_tail - slack : 0;
 	}
 	r->scratch = kr_store_scratch(s, want, &r->scratch_cap);
+	/*
+	 * A tail used up (by objects present but not held, down to 0 bytes) must
+	 * still read bookmarks and name the objects it cannot hold: the spare
+	 * buffer, shared like the tail. kr_store_put copies an object from it
+	 * if the arena has room after all.
+	 */
+	if (r->scratch_cap < sizeof(r->top->spare)) {
+		r->scratch = r->top->spare;
+		r->scratch_cap = sizeof(r->top->spare);
+	}
 	if (r->scratch_cap > KR_MAX_OBJECT_BYTES + KIND_ROOM)
 		r->scratch_cap = KR_MAX_OBJECT_BYTES + KIND_ROOM;
 	r->scratch_used = s->used;
@@ -595,13 +605,27 @@ static MEASURED int tokenize_event(const char *json, size_t len, kr_json_tok *t)
 	return kr_json_parse_sel(json, len, t, KR_JSON_TOKENS, sel_event_paths, EVENT_PATHS);
 }
 
+/* A watch event's type, read once from its "type" string. */
+enum watch_type { WT_UNKNOWN, WT_ADDED, WT_MODIFIED, WT_DELETED, WT_BOOKMARK, WT_ERROR };
+
+static enum watch_type watch_type_of(const char *type)
+{
+	static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(type, names[i]) == 0)
+			return (enum watch_type)(i + 1);
+	return WT_UNKNOWN;
+}
+
 /*
  * Finds the object (*o) and type of watch event json[0..len), tokenized
  * into t[0..n) (tokenize_event). Returns n, or KR_EINVAL when the type or
  * the object is missing.
  */
 static MEASURED int parse_event(const char *json, size_t len, kr_json_tok *t, int n, int *o,
-				char type[16], int ix[OK_N])
+				char type[16], enum watch_type *wt, int ix[OK_N])
 {
 	int v;
 
@@ -610,8 +634,9 @@ static MEASURED int parse_event(const char *json, size_t len, kr_json_tok *t, in
 	if (v < 0 || *o < 0 || t[*o].type != KR_JSON_T_OBJECT ||
 	    kr_json_unescape(json, &t[v], type, 16) < 0)
 		return KR_EINVAL;
+	*wt = watch_type_of(type);
 	/* An ERROR's Status is read whole (details.causes), as far as tokens go. */
-	if (strcmp(type, "ERROR") == 0 &&
+	if (*wt == WT_ERROR &&
 	    (v = kr_json_parse_sel(json, len, t + n, KR_JSON_TOKENS - n, NULL, -1)) > 0) {
 		memmove(t, t + n, (size_t)v * sizeof(*t));
 		n = v;
@@ -631,11 +656,12 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 	kr_json_tok *t = top->toks;
 	char *json = r->scratch, type[16] = "";
 	struct meta m;
-	int n, o = -1, v, ix[OK_N];
+	enum watch_type wt = WT_UNKNOWN;
+	int n, o = -1, v, ix[OK_N] = { -1, -1, -1 };
 
 	n = pre > 0 ? pre : tokenize_event(json, len, t);
 	if (n > 0)
-		n = parse_event(json, len, t, n, &o, type, ix);
+		n = parse_event(json, len, t, n, &o, type, &wt, ix);
 	else if (n == 0)
 		n = KR_EPROTO;  /* not returned: a valid text has a token */
 	if (n < 0 && n != KR_EINVAL) {
@@ -655,7 +681,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		r->stream_error = 1;
 		return -1;
 	}
-	if (strcmp(type, "ERROR") == 0) {
+	if (wt == WT_ERROR) {
 		read_status(r, json, t, n, o);
 		r->error_event = 1;
 		kr_log(KR_LOG_WARN, "%s: watch ended by the server: %d %s: %s", r->res.name,
@@ -666,7 +692,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		kr_log(KR_LOG_WARN, "%s: skipped a %s event of another kind", r->res.name, type);
 		return 0;
 	}
-	if (strcmp(type, "BOOKMARK") == 0) {
+	if (wt == WT_BOOKMARK) {
 		int md = kr_json_find(json, t, n, o, "metadata"), ann;
 		kr_ms_t now = kr_port_now_ms();
 
@@ -718,7 +744,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		kr_loop_timer_at(top->loop, &r->deadline, quiet < cap ? quiet : cap);
 		r->applied++;
 	}
-	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+	if (wt == WT_ADDED || wt == WT_MODIFIED) {
 		size_t objlen = settle_object(r, json, len, t, n, o, ix);
 		int skipped = r->skipped;
 
@@ -726,7 +752,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		/* A change the index has no room for is not skipped: relist, and say partial. */
 		if (r->phase == KR_PH_WATCH && r->skipped > skipped)
 			return -1;
-	} else if (strcmp(type, "DELETED") == 0) {
+	} else if (wt == WT_DELETED) {
 		size_t objlen = settle_object(r, json, len, t, n, o, ix);
 		struct kr_store_view old;
 
@@ -742,13 +768,13 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		return 0;
 	}
 	/* During the watch-list's initial events the RV moves only at the bookmark. */
-	if (r->phase == KR_PH_WATCH && (r->propagate || strcmp(type, "ADDED") != 0))
+	if (r->phase == KR_PH_WATCH && (r->propagate || wt != WT_ADDED))
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
-	if (strcmp(type, "ADDED") != 0)
+	if (wt != WT_ADDED)
 		r->propagate = 1;
 	watch_partial(r);
 	/* The objects a partial sync could not index or hold may fit now: relist for them. */
-	if (r->phase == KR_PH_WATCH && r->partial && strcmp(type, "DELETED") == 0) {
+	if (r->phase == KR_PH_WATCH && r->partial && wt == WT_DELETED) {
 		r->room_relist = 1;
 		return -1;
 	}
@@ -1177,12 +1203,19 @@ static long on_body(void *arg, const char *data, size_t len)
 	return took;
 }
 
+/* Retry-After on a 429 or any 5xx, with retries left (honour_retry_after). */
+static int retry_after_due(const struct kr_reflector *r)
+{
+	return (r->status == 429 || r->status >= 500) && r->retry_after_s >= 0 &&
+	       r->retry_after_count < MAX_RETRY_AFTER;
+}
+
 /* After a 429 or any 5xx with Retry-After (client-go's REST layer): the same request again, at most 10 times. */
 static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
 {
 	long s = r->retry_after_s;
 
-	if ((r->status != 429 && r->status < 500) || s < 0 || r->retry_after_count >= MAX_RETRY_AFTER)
+	if (!retry_after_due(r))
 		return 0;
 	if (s > MAX_RETRY_AFTER_S)
 		s = MAX_RETRY_AFTER_S;
@@ -1392,154 +1425,281 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
 	start_list(r);
 }
 
-static void end_watch_list(struct kr_reflector *r, int err, const char *reason)
-{
-	int64_t lasted = kr_port_now_ms() - r->watch_start;
-	char why[320];
+/* --- how a watch-list or a watch ended, and what comes next ------------------------ */
 
-	kr_loop_timer_cancel(r->top->loop, &r->deadline);
-	if (again_after_move(r, again_watch_list))
-		return;
-	if (err != 0 && !r->error_event && !r->stream_error && r->events == 0 &&
-	    r->status == 0) {
-		/* Never got an answer (refused, TLS, DNS): back off, try again. */
-		r->errors++;
-		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
-		unreachable(r);
-		backoff_then(r, again_watch_list, "watch-list request failed");
-		return;
-	}
+enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_ms_t now)
+{
+	if (r->tail_lost)
+		return KR_OC_MOVED;
+	/* No head: nothing of the body (events, ERROR, stream error) either. */
+	if (r->status == 0 && err != 0)
+		return err == KR_EPROTO ? KR_OC_BAD_HEAD : KR_OC_NO_ANSWER;
 	if (r->status != 200) {
-		if (honour_retry_after(r, again_watch_list))
-			return;
-		if (r->status == 429 || r->status == 401 || r->status == 403) {
-			/* Throttled or refused: not a reason to give up on watch-list. */
-			backoff_then(r, again_watch_list, r->status == 429 ? "watch-list got 429"
-									    : "watch-list refused");
-			return;
-		}
-		if (is_expired(r) || r->err_too_large) {
-			r->expired += is_expired(r);
-			r->rv_unavailable = 1;
-			request(r, REQ_WATCHLIST);
-			return;
-		}
-		kr_snprintf(why, sizeof(why), "%d %s", r->status, r->err_reason);
-		/* 400/405/422: the server says it cannot; remember that. */
-		watch_list_fallback(r, r->status == 400 || r->status == 405 || r->status == 422, why);
-		return;
+		if (retry_after_due(r))
+			return KR_OC_RETRY_AFTER;
+		if (r->status == 429)
+			return KR_OC_THROTTLED;
+		if (r->status == 401 || r->status == 403)
+			return KR_OC_REFUSED;
+		if (is_expired(r))
+			return KR_OC_GONE;
+		if (r->err_too_large)
+			return KR_OC_TOO_LARGE;
+		if (r->status == 400 || r->status == 405 || r->status == 422)
+			return KR_OC_REJECTED;
+		return KR_OC_HTTP_ERROR;
 	}
 	if (r->error_event) {
-		if (r->err_code == 429) {
-			backoff_then(r, again_watch_list, "watch-list got 429");
-			return;
-		}
-		if (is_expired(r) || r->err_too_large) {
-			r->expired += is_expired(r);
-			r->rv_unavailable = 1;
-			request(r, REQ_WATCHLIST);
-			return;
-		}
-		kr_snprintf(why, sizeof(why), "ERROR %d %s", r->err_code, r->err_reason);
-		watch_list_fallback(r, strstr(r->err_message, "RequestWatchProgress") != NULL, why);
-		return;
+		if (r->err_code == 429)
+			return KR_OC_ERROR_429;
+		if (is_expired(r))
+			return KR_OC_ERROR_GONE;
+		if (r->err_too_large)
+			return KR_OC_ERROR_TOO_LARGE;
+		if (strstr(r->err_message, "RequestWatchProgress"))
+			return KR_OC_ERROR_NO_PROGRESS;
+		return KR_OC_ERROR_EVENT;
 	}
 	/* Broken JSON, or broken chunking or HTTP framing (conn's KR_EPROTO): the same thing. */
-	if (r->stream_error || err == KR_EPROTO) {
-		watch_list_fallback(r, 0, "malformed stream");
-		return;
-	}
-	if (lasted < VERY_SHORT_WATCH_MS && r->events == 0) {
-		watch_list_fallback(r, 0, "very short watch");
-		return;
-	}
-	/* Ended before the bookmark: start again at once with a fresh mark. */
-	kr_log(KR_LOG_INFO, "%s: watch-list stream ended before the initial-events-end bookmark "
-	       "(%s); starting again", r->res.name, err ? reason : "clean end");
-	request(r, REQ_WATCHLIST);
+	if (r->stream_error || err == KR_EPROTO)
+		return KR_OC_STREAM_ERROR;
+	/* During a watch-list, objects not held make its sync partial, not a relist. */
+	if (r->phase == KR_PH_WATCH && r->skipped)
+		return KR_OC_NOT_HELD;
+	if (r->phase == KR_PH_WATCH && r->room_relist)
+		return KR_OC_ROOM;
+	if (now - r->watch_start < VERY_SHORT_WATCH_MS && r->events == 0)
+		return KR_OC_VERY_SHORT;
+	return KR_OC_CLOSED;
 }
 
+#define WL KR_PH_WATCHLIST
+#define W KR_PH_WATCH
+#define ERRS KR_RULE_ERRORS
+#define EXP KR_RULE_EXPIRED
+
+/*
+ * The decision table: phase x outcome -> step, the single source of the
+ * rules (src/README.md "How a request ends" is this table in words). Each
+ * row: the client-go behaviour it reproduces (or kreflect's documented
+ * difference), then "test:" the e2e scenario (tests/e2e/test_e2e.py), sim
+ * regression (tests/sim/regress.c) or sim seed (a random schedule, where no
+ * directed test reaches the row yet) that drives the test API server into it;
+ * tests/unit/test_rules.c walks the rows, tests/rules/check_rules.py checks
+ * that each named test exists.
+ */
+/*
+ * The texts of the table's rows, each ended by a NUL in one string: a row
+ * names its text by a byte (0: none) instead of two pointers (16 bytes a row).
+ */
+#define KR_RULE_TEXTS(X) \
+	X(RT_CUT, "the stream stalled in the middle of an object, which was cut") \
+	X(RT_WL_FAILED, "watch-list request failed") \
+	X(RT_WL_429, "watch-list got 429") \
+	X(RT_WL_REFUSED, "watch-list refused") \
+	X(RT_MALFORMED, "malformed stream") \
+	X(RT_VERY_SHORT, "very short watch") \
+	X(RT_W_FAILED, "watch request failed") \
+	X(RT_W_MALFORMED, "malformed watch stream") \
+	X(RT_W_429, "watch got 429") \
+	X(RT_W_REFUSED, "watch refused") \
+	X(RT_W_ERROR_429, "watch ERROR 429") \
+	X(RT_W_EXPIRED, "watch expired") \
+	X(RT_W_ERROR, "watch ERROR event") \
+	X(RT_NOT_HELD, "an event could not be held") \
+	X(RT_ROOM, "a delete made room for objects the last sync could not hold") \
+	X(RT_VERY_SHORT_LONG, "very short watch: the watch lasted less than a second with no events")
+#define KR_RULE_TEXT_ENUM(name, text) name,
+#define KR_RULE_TEXT_STR(text_name, text) text "\0"
+enum { RT_NONE, KR_RULE_TEXTS(KR_RULE_TEXT_ENUM) RT_N };
+static const char rule_texts[] = "\0" KR_RULE_TEXTS(KR_RULE_TEXT_STR);
+
+/* Text i of rule_texts, or NULL for 0. */
+static const char *rule_text(unsigned i)
+{
+	const char *p = rule_texts;
+
+	if (i == RT_NONE || i >= RT_N)
+		return NULL;
+	while (i--)
+		p += strlen(p) + 1;
+	return p;
+}
+
+const struct kr_rule kr_reflect_rules[] = {
+	/* --- watch-list: ListAndWatch's sendInitialEvents stream, before its end bookmark --- */
+	/* kreflect: the shared tail was taken mid-object: the same watch-list after a backoff step. test: sim seed 458 */
+	{ WL, KR_OC_MOVED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_CUT, 0 },
+	/* client-go: watchList's error -> backoff, try again (the watch-list is not given up for a dead link). test: OnceNothingListening */
+	{ WL, KR_OC_NO_ANSWER, KR_STEP_BACKOFF_AGAIN, -1, ERRS | KR_RULE_NO_ANSWER, RT_WL_FAILED, 0 },
+	/* as NO_ANSWER: a head that does not parse (or a coding not asked for) is no answer. test: BadHeadBacksOff/watch-list */
+	{ WL, KR_OC_BAD_HEAD, KR_STEP_BACKOFF_AGAIN, -1, ERRS | KR_RULE_NO_ANSWER, RT_WL_FAILED, 0 },
+	/* client-go's REST layer: the same request after Retry-After, at most 10 times. test: WatchListRetryAfter */
+	{ WL, KR_OC_RETRY_AFTER, KR_STEP_RETRY_AFTER, -1, 0, 0, 0 },
+	/* client-go: a 429 is not a reason to give up watch-list: backoff, again. test: TestWatchList/g-429-retried */
+	{ WL, KR_OC_THROTTLED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_WL_429, 0 },
+	/* client-go: 401/403 neither: backoff, again. test: BadToken401 */
+	{ WL, KR_OC_REFUSED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_WL_REFUSED, 0 },
+	/* client-go: isExpiredError -> isLastSyncResourceVersionUnavailable: at once at RV "". test: WatchListEnds/410-gone-at-once */
+	{ WL, KR_OC_GONE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: isTooLargeResourceVersionError: the same. test: WatchListEnds/504-too-large-at-once */
+	{ WL, KR_OC_TOO_LARGE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: a server without watch-list (400/405/422): LIST, remembered. test: TestWatchList/d-422-falls-back-remembered */
+	{ WL, KR_OC_REJECTED, KR_STEP_FALLBACK_FOR_GOOD, -1, 0, 0, 0 },
+	/* client-go: any other failure of watchList: fall back to LIST, not remembered. test: TestWatchList/c-error-falls-back-not-remembered */
+	{ WL, KR_OC_HTTP_ERROR, KR_STEP_FALLBACK, -1, 0, 0, 0 },
+	/* client-go: ERROR 429 as a 429. test: WatchListEnds/error-429-backs-off */
+	{ WL, KR_OC_ERROR_429, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_WL_429, 0 },
+	/* client-go: ERROR 410 at an RV: at once at RV "". test: WatchListEnds/error-410-at-once */
+	{ WL, KR_OC_ERROR_GONE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: ERROR TooLarge (the cacher behind the RV): at once at RV "". test: WatchListRelistTooLargeRV */
+	{ WL, KR_OC_ERROR_TOO_LARGE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: a server that cannot RequestWatchProgress has no watch-list: LIST, remembered. test: WatchListEnds/error-no-watch-progress-lists */
+	{ WL, KR_OC_ERROR_NO_PROGRESS, KR_STEP_FALLBACK_FOR_GOOD, -1, 0, 0, 0 },
+	/* client-go: another ERROR: fall back to LIST, not remembered. test: WatchListEnds/error-500-lists */
+	{ WL, KR_OC_ERROR_EVENT, KR_STEP_FALLBACK, -1, 0, 0, 0 },
+	/* client-go: a broken stream fails watchList: fall back to LIST. test: CutEventDuringWatchListFallsBack */
+	{ WL, KR_OC_STREAM_ERROR, KR_STEP_FALLBACK, -1, 0, RT_MALFORMED, 0 },
+	/* client-go: a very short watch-list: fall back to LIST. test: VeryShortWatchListFallsBack */
+	{ WL, KR_OC_VERY_SHORT, KR_STEP_FALLBACK, -1, 0, RT_VERY_SHORT, 0 },
+	/* client-go: ended before the bookmark: watch-list again at once with a fresh mark. test: TestWatchList/h-closed-before-bookmark */
+	{ WL, KR_OC_CLOSED, KR_STEP_AGAIN, -1, 0, 0, 0 },
+
+	/* --- watch: after a sync, from the last RV ------------------------------------------ */
+	/* kreflect: the shared tail was taken mid-object: the same watch after a backoff step. test: sim seed 129 */
+	{ W, KR_OC_MOVED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_CUT, 0 },
+	/* kreflect's improvement on client-go's relist: no answer keeps the RV; backoff, re-watch. test: ReconnectWithoutAnswer */
+	{ W, KR_OC_NO_ANSWER, KR_STEP_BACKOFF_AGAIN, KR_RS_CONNECTION, ERRS | KR_RULE_NO_ANSWER, RT_W_FAILED, 0 },
+	/* as STREAM_ERROR: a head that does not parse (or a coding not asked for). test: BadHeadBacksOff/watch */
+	{ W, KR_OC_BAD_HEAD, KR_STEP_BACKOFF_AGAIN, KR_RS_STREAM_ERROR, ERRS, RT_W_MALFORMED, 0 },
+	/* client-go's REST layer: the same watch after Retry-After. test: ServerErrorRetryAfter */
+	{ W, KR_OC_RETRY_AFTER, KR_STEP_RETRY_AFTER, -1, 0, 0, 0 },
+	/* client-go: a 429 keeps the RV: backoff, re-watch, no relist. test: TestNoRelistOnTooManyRequests */
+	{ W, KR_OC_THROTTLED, KR_STEP_BACKOFF_AGAIN, KR_RS_THROTTLED, 0, RT_W_429, 0 },
+	/* client-go: 401/403 keep the RV too. test: WatchRefusedRewatches/403 */
+	{ W, KR_OC_REFUSED, KR_STEP_BACKOFF_AGAIN, KR_RS_THROTTLED, 0, RT_W_REFUSED, 0 },
+	/* client-go: a watch refused with 410: relist after a backoff step. test: WatchRefusedRelists/410-gone */
+	{ W, KR_OC_GONE, KR_STEP_BACKOFF_RELIST, KR_RS_HTTP_ERROR, ERRS | KR_RULE_EXPIRED_410 | KR_RULE_WARN_WHY, 0, 0 },
+	/* client-go: the same for any refused watch. test: WatchRefusedRelists/504-too-large */
+	{ W, KR_OC_TOO_LARGE, KR_STEP_BACKOFF_RELIST, KR_RS_HTTP_ERROR, ERRS | KR_RULE_EXPIRED_410 | KR_RULE_WARN_WHY, 0, 0 },
+	/* client-go: the same. test: WatchRefusedRelists/422-rejected */
+	{ W, KR_OC_REJECTED, KR_STEP_BACKOFF_RELIST, KR_RS_HTTP_ERROR, ERRS | KR_RULE_EXPIRED_410 | KR_RULE_WARN_WHY, 0, 0 },
+	/* client-go: the same. test: TestReflectorListAndWatchWithErrors */
+	{ W, KR_OC_HTTP_ERROR, KR_STEP_BACKOFF_RELIST, KR_RS_HTTP_ERROR, ERRS | KR_RULE_EXPIRED_410 | KR_RULE_WARN_WHY, 0, 0 },
+	/* client-go: ERROR 429 keeps the RV: backoff, re-watch. test: TestBackoffOnTooManyRequests */
+	{ W, KR_OC_ERROR_429, KR_STEP_BACKOFF_AGAIN, KR_RS_THROTTLED, 0, RT_W_ERROR_429, 0 },
+	/* client-go: ERROR 410: relist at the last RV after one backoff step. test: TestReflectorExpiredExactResourceVersion */
+	{ W, KR_OC_ERROR_GONE, KR_STEP_BACKOFF_RELIST, KR_RS_EXPIRED, EXP, RT_W_EXPIRED, 0 },
+	/* client-go: any other ERROR ends the watch: relist after a backoff step. test: WatchErrorRelists/504-too-large */
+	{ W, KR_OC_ERROR_TOO_LARGE, KR_STEP_BACKOFF_RELIST, KR_RS_ERROR_EVENT, 0, RT_W_ERROR, 0 },
+	/* client-go: the same. test: WatchErrorRelists/no-watch-progress */
+	{ W, KR_OC_ERROR_NO_PROGRESS, KR_STEP_BACKOFF_RELIST, KR_RS_ERROR_EVENT, 0, RT_W_ERROR, 0 },
+	/* client-go: the same. test: WatchErrorEventsRelist */
+	{ W, KR_OC_ERROR_EVENT, KR_STEP_BACKOFF_RELIST, KR_RS_ERROR_EVENT, 0, RT_W_ERROR, 0 },
+	/* kreflect (client-go relists): never skip an event: re-watch from the last applied after a backoff step. test: MalformedStreamRewatches */
+	{ W, KR_OC_STREAM_ERROR, KR_STEP_BACKOFF_AGAIN, KR_RS_STREAM_ERROR, ERRS, RT_W_MALFORMED, 0 },
+	/* kreflect: an event not held: relist for it (the sync says partial). test: CapacityObjectsByWatch */
+	{ W, KR_OC_NOT_HELD, KR_STEP_BACKOFF_RELIST, KR_RS_NOT_HELD, 0, RT_NOT_HELD, 0 },
+	/* kreflect: a delete made room after a partial sync: relist for the rest. test: CapacityBytesByWatch */
+	{ W, KR_OC_ROOM, KR_STEP_BACKOFF_RELIST, KR_RS_NOT_HELD, 0,
+	  RT_ROOM, 0 },
+	/* client-go: RT_VERY_SHORT: relist after a backoff step. test: VeryShortWatchRelists */
+	{ W, KR_OC_VERY_SHORT, KR_STEP_BACKOFF_RELIST, KR_RS_VERY_SHORT, 0, RT_VERY_SHORT,
+	  RT_VERY_SHORT_LONG },
+	/* client-go: a clean end (timeoutSeconds) or a dropped stream: re-watch at once. test: CleanEndRewatches */
+	{ W, KR_OC_CLOSED, KR_STEP_AGAIN, KR_RS_CLOSED, 0, 0, 0 },
+};
+
+const int kr_reflect_nrules = (int)(sizeof(kr_reflect_rules) / sizeof(kr_reflect_rules[0]));
+
+#undef WL
+#undef W
+#undef ERRS
+#undef EXP
+
+const struct kr_rule *kr_reflect_rule(int phase, enum kr_outcome o)
+{
+	int i;
+
+	for (i = 0; i < kr_reflect_nrules; i++)
+		if (kr_reflect_rules[i].phase == phase && kr_reflect_rules[i].outcome == o)
+			return &kr_reflect_rules[i];
+	return NULL;
+}
+
+/* A watch-list or a watch ended: one classification, one row of the table, its step. */
 static void end_watch(struct kr_reflector *r, int err, const char *reason)
 {
-	int64_t lasted = kr_port_now_ms() - r->watch_start;
-	int very_short = lasted < VERY_SHORT_WATCH_MS && r->events == 0;
-	char why[320];
+	int wl = r->phase == KR_PH_WATCHLIST;
+	void (*again)(struct kr_reflector *) = wl ? again_watch_list : again_watch;
+	enum kr_outcome o;
+	const struct kr_rule *rule;
+	const char *why;
+	char text[320];
 
-	if (again_after_move(r, again_watch))
-		return;
-	if (r->status != 200 && r->status != 0) {
-		if (honour_retry_after(r, again_watch))
-			return;
-		if (r->status == 429 || r->status == 401 || r->status == 403) {
-			/* Throttled or refused: the resourceVersion is still good, no relist. */
-			r->restarts[KR_RS_THROTTLED]++;
-			backoff_then(r, again_watch, r->status == 429 ? "watch got 429" : "watch refused");
-			return;
-		}
+	if (wl)
+		kr_loop_timer_cancel(r->top->loop, &r->deadline);
+	o = kr_reflector_outcome(r, err, kr_port_now_ms());
+	rule = kr_reflect_rule(r->phase, o);
+	if (!rule)
+		return;  /* not reached: tests/unit/test_rules.c covers every phase and outcome */
+	if (rule->restart >= 0)
+		r->restarts[rule->restart]++;
+	if (rule->flags & KR_RULE_ERRORS)
 		r->errors++;
-		r->restarts[KR_RS_HTTP_ERROR]++;
-		if (r->status == 410)
-			r->expired++;
-		kr_snprintf(why, sizeof(why), "watch got %d %s: %s", r->status, r->err_reason,
-			 r->err_message);
-		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, why);
-		backoff_then(r, start_cycle, why);
-		return;
-	}
-	if (r->error_event) {
-		if (r->err_code == 429) {
-			r->restarts[KR_RS_THROTTLED]++;
-			backoff_then(r, again_watch, "watch ERROR 429");
-			return;
-		}
-		/* 410 and the rest: relist at the last RV after one backoff step. */
-		if (is_expired(r))
-			r->expired++;
-		r->restarts[is_expired(r) ? KR_RS_EXPIRED : KR_RS_ERROR_EVENT]++;
-		backoff_then(r, start_cycle, is_expired(r) ? "watch expired" : "watch ERROR event");
-		return;
-	}
-	/*
-	 * Broken JSON, or broken chunking or HTTP framing (conn's KR_EPROTO): never
-	 * skip an event: re-watch from the last one applied, after a backoff step,
-	 * or a server or proxy that mangles every stream is asked again at once,
-	 * forever.
-	 */
-	if (r->stream_error || err == KR_EPROTO) {
-		r->errors++;
-		r->restarts[KR_RS_STREAM_ERROR]++;
-		backoff_then(r, again_watch, "malformed watch stream");
-		return;
-	}
-	if (r->skipped || r->room_relist) {
-		r->restarts[KR_RS_NOT_HELD]++;
+	if (rule->flags & KR_RULE_EXPIRED)
+		r->expired += is_expired(r);
+	if ((rule->flags & KR_RULE_EXPIRED_410) && r->status == 410)
+		r->expired++;
+	if (o == KR_OC_NOT_HELD || o == KR_OC_ROOM)
 		r->room_relist = 0;
-		backoff_then(r, start_cycle, r->skipped ? "an event could not be held"
-			     : "a delete made room for objects the last sync could not hold");
-		return;
-	}
-	if (err != 0 && r->status == 0) {
-		/* No answer at all (refused, unreachable, TLS): same RV after backoff. */
-		r->errors++;
-		r->restarts[KR_RS_CONNECTION]++;
+	if (rule->flags & KR_RULE_NO_ANSWER) {
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
 		unreachable(r);
-		backoff_then(r, again_watch, "watch request failed");
+	}
+	why = rule_text(rule->why);
+	if (!why) {
+		if (!wl)
+			kr_snprintf(text, sizeof(text), "watch got %d %s: %s", r->status, r->err_reason,
+				    r->err_message);
+		else if (r->error_event)
+			kr_snprintf(text, sizeof(text), "ERROR %d %s", r->err_code, r->err_reason);
+		else
+			kr_snprintf(text, sizeof(text), "%d %s", r->status, r->err_reason);
+		why = text;
+	}
+	if (rule->warn || (rule->flags & KR_RULE_WARN_WHY))
+		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, rule->warn ? rule_text(rule->warn) : why);
+	switch ((enum kr_step)rule->step) {
+	case KR_STEP_AGAIN:
+		if (wl)
+			kr_log(KR_LOG_INFO, "%s: watch-list stream ended before the initial-events-end "
+			       "bookmark (%s); starting again", r->res.name, err ? reason : "clean end");
+		else if (err != 0)
+			kr_log(KR_LOG_INFO, "%s: watch closed: %s; watching again from %s", r->res.name,
+			       reason, r->last_rv);
+		request(r, wl ? REQ_WATCHLIST : REQ_WATCH);
+		return;
+	case KR_STEP_BACKOFF_AGAIN:
+		backoff_then(r, again, why);
+		return;
+	case KR_STEP_RETRY_AFTER:
+		honour_retry_after(r, again);
+		return;
+	case KR_STEP_LATEST:
+		r->rv_unavailable = 1;
+		request(r, REQ_WATCHLIST);
+		return;
+	case KR_STEP_BACKOFF_RELIST:
+		backoff_then(r, start_cycle, why);
+		return;
+	case KR_STEP_FALLBACK:
+	case KR_STEP_FALLBACK_FOR_GOOD:
+		watch_list_fallback(r, rule->step == KR_STEP_FALLBACK_FOR_GOOD, why);
+		return;
+	case KR_STEP_N:
 		return;
 	}
-	if (very_short) {
-		kr_log(KR_LOG_WARN, "%s: very short watch: the watch lasted less than a second "
-		       "with no events", r->res.name);
-		r->restarts[KR_RS_VERY_SHORT]++;
-		backoff_then(r, start_cycle, "very short watch");
-		return;
-	}
-	if (err != 0)
-		kr_log(KR_LOG_INFO, "%s: watch closed: %s; watching again from %s", r->res.name,
-		       reason, r->last_rv);
-	/* A clean end (timeoutSeconds) or a dropped stream: re-watch at once. */
-	r->restarts[KR_RS_CLOSED]++;
-	request(r, REQ_WATCH);
 }
 
 /*
@@ -1584,8 +1744,6 @@ static void on_end(void *arg, int err, const char *reason)
 		end_list(r, err, reason);
 		return;
 	case KR_PH_WATCHLIST:
-		end_watch_list(r, err, reason);
-		return;
 	case KR_PH_WATCH:
 		end_watch(r, err, reason);
 		return;

@@ -31,6 +31,8 @@
 #include "store.h"
 
 #ifndef KR_MAX_SINKS
+/* Bytes to frame one bookmark, or the first bytes of an object to name it, with no arena left. */
+#define KR_SPARE_BYTES 2048
 #define KR_MAX_SINKS 7             /* main's six outputs, and one for a library caller */
 #endif
 
@@ -208,6 +210,12 @@ struct kr_reflect {
 	void (*on_state)(void *arg, const struct kr_state_change *st);
 	void *state_arg;
 	kr_json_tok toks[KR_JSON_TOKENS];
+	/*
+	 * Where events and items are framed when the store's free tail is smaller:
+	 * a bookmark, or the name of an object that will not be held, never needs
+	 * arena bytes to be read.
+	 */
+	char spare[KR_SPARE_BYTES];
 };
 
 /* Defaults: watch-list auto, pages of 500, 30 s bookmark quiet deadline, ... */
@@ -256,6 +264,75 @@ int kr_reflect_ready(const struct kr_reflect *top);
  * objects could not even be named (r->unread).
  */
 size_t kr_reflector_held(const struct kr_reflector *r, size_t *present);
+
+/*
+ * How a watch-list or a watch request ended, read once (kr_reflector_outcome)
+ * in this order: the first that holds. The step that follows is in the
+ * decision table kr_reflect_rules (reflector.c; src/README.md "How a
+ * request ends").
+ */
+enum kr_outcome {
+	KR_OC_MOVED,                   /* another resource took the tail mid-object */
+	KR_OC_NO_ANSWER,               /* no response head: refused, unreachable, TLS, DNS */
+	KR_OC_BAD_HEAD,                /* no response head: a malformed one (KR_EPROTO) */
+	KR_OC_RETRY_AFTER,             /* 429 or 5xx with Retry-After, retries left */
+	KR_OC_THROTTLED,               /* HTTP 429 */
+	KR_OC_REFUSED,                 /* HTTP 401 (the token re-read did not help) or 403 */
+	KR_OC_GONE,                    /* another 4xx/5xx whose Status says Expired/Gone */
+	KR_OC_TOO_LARGE,               /* another 4xx/5xx: ResourceVersionTooLarge */
+	KR_OC_REJECTED,                /* HTTP 400, 405 or 422: the server cannot do this */
+	KR_OC_HTTP_ERROR,              /* any other HTTP status */
+	KR_OC_ERROR_429,               /* an ERROR event, code 429 */
+	KR_OC_ERROR_GONE,              /* an ERROR event, Expired/Gone/410 */
+	KR_OC_ERROR_TOO_LARGE,         /* an ERROR event, ResourceVersionTooLarge */
+	KR_OC_ERROR_NO_PROGRESS,       /* an ERROR event naming RequestWatchProgress */
+	KR_OC_ERROR_EVENT,             /* any other ERROR event */
+	KR_OC_STREAM_ERROR,            /* broken framing, chunking or JSON in the body */
+	KR_OC_NOT_HELD,                /* watch: an event could not be held (r->skipped) */
+	KR_OC_ROOM,                    /* watch: a delete made room after a partial sync */
+	KR_OC_VERY_SHORT,              /* under a second and no event */
+	KR_OC_CLOSED,                  /* a clean end (timeoutSeconds) or a dropped stream */
+	KR_OC_N
+};
+
+/* What follows an outcome. */
+enum kr_step {
+	KR_STEP_AGAIN,                 /* the same request at once (re-watch, or watch-list again) */
+	KR_STEP_BACKOFF_AGAIN,         /* a backoff step, then the same request (same RV) */
+	KR_STEP_RETRY_AFTER,           /* the same request after the server's Retry-After */
+	KR_STEP_LATEST,                /* watch-list again at once at RV "" (the latest) */
+	KR_STEP_BACKOFF_RELIST,        /* a backoff step, then a new ListAndWatch at the last RV */
+	KR_STEP_FALLBACK,              /* a LIST instead, watch-list tried again next time */
+	KR_STEP_FALLBACK_FOR_GOOD,     /* a LIST instead, and paginated lists from now on */
+	KR_STEP_N
+};
+
+/* One row of the decision table: in phase, after outcome, do step. */
+struct kr_rule {
+	unsigned char phase;           /* KR_PH_WATCHLIST or KR_PH_WATCH */
+	unsigned char outcome;         /* enum kr_outcome */
+	unsigned char step;            /* enum kr_step */
+	signed char restart;           /* enum kr_restart counted, or -1 */
+	unsigned char flags;           /* KR_RULE_... */
+	unsigned char why;             /* the backoff's reason, a text of reflector.c's
+					  rule_texts (0: the status, in words) */
+	unsigned char warn;            /* a text logged as a warning first, or 0 */
+};
+
+#define KR_RULE_ERRORS 1u              /* counts in r->errors */
+#define KR_RULE_NO_ANSWER 2u           /* logs the connection's reason, unreachable() */
+#define KR_RULE_EXPIRED 4u             /* counts in r->expired if the Status says expired */
+#define KR_RULE_EXPIRED_410 8u         /* counts in r->expired if the HTTP status is 410 */
+#define KR_RULE_WARN_WHY 16u           /* logs the why as a warning */
+
+extern const struct kr_rule kr_reflect_rules[];
+extern const int kr_reflect_nrules;
+
+/* How r's request ended (err and reason as on_end got them), at now. */
+enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_ms_t now);
+
+/* The row for phase and outcome, or NULL if there is none. */
+const struct kr_rule *kr_reflect_rule(int phase, enum kr_outcome o);
 
 /* Classifies the response or connection that just failed into r->failure (src/failure.c). */
 void kr_reflector_classify_failure(struct kr_reflector *r);

@@ -72,7 +72,9 @@ int kr_tls_global_init(void)
 	return 0;
 }
 
-/* Codes seldom met: in words only with KR_TLS_ERROR_TEXTS_FULL (not in the tiny build). */
+/* Codes seldom met, or met only with RSA, encrypted PEM or malformed certificate
+ * fields the verification names anyway: in words only with KR_TLS_ERROR_TEXTS_FULL
+ * (not in the tiny build, which prints their code). */
 #if KR_TLS_ERROR_TEXTS_FULL
 #define KR_TLS_ERRORS_RARE(X) \
 	X(MBEDTLS_ERR_SSL_BUFFER_TOO_SMALL, "a TLS record is larger than the buffer for it") \
@@ -83,7 +85,35 @@ int kr_tls_global_init(void)
 	X(MBEDTLS_ERR_SSL_PK_TYPE_MISMATCH, "the client key does not suit the certificate") \
 	X(MBEDTLS_ERR_SSL_COUNTER_WRAPPING, "the TLS record counter ran out") \
 	X(MBEDTLS_ERR_SSL_CERTIFICATE_VERIFICATION_WITHOUT_HOSTNAME, "no server name to check the certificate against") \
-	X(MBEDTLS_ERR_ERROR_CORRUPTION_DETECTED, "TLS state corrupted (a bug)")
+	X(MBEDTLS_ERR_ERROR_CORRUPTION_DETECTED, "TLS state corrupted (a bug)") \
+	X(MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER, "illegal parameter in a TLS message") \
+	X(MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION, "unsupported TLS extension from the server") \
+	X(MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input") \
+	X(MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration") \
+	X(MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout") \
+	X(MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version") \
+	X(MBEDTLS_ERR_X509_INVALID_SERIAL, "certificate: invalid serial") \
+	X(MBEDTLS_ERR_X509_INVALID_EXTENSIONS, "certificate: invalid extensions") \
+	X(MBEDTLS_ERR_X509_UNKNOWN_VERSION, "certificate: unknown version") \
+	X(MBEDTLS_ERR_X509_SIG_MISMATCH, "certificate: signature algorithms do not match") \
+	X(MBEDTLS_ERR_X509_CERT_UNKNOWN_FORMAT, "certificate: unknown format") \
+	X(MBEDTLS_ERR_X509_BAD_INPUT_DATA, "certificate: bad input") \
+	X(MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE, "certificate: feature not built in") \
+	X(MBEDTLS_ERR_PK_BAD_INPUT_DATA, "key: bad input") \
+	X(MBEDTLS_ERR_PK_KEY_INVALID_VERSION, "key: unsupported version") \
+	X(MBEDTLS_ERR_PK_PASSWORD_MISMATCH, "key: wrong password") \
+	X(MBEDTLS_ERR_PK_INVALID_PUBKEY, "key: invalid public key") \
+	X(MBEDTLS_ERR_PK_INVALID_ALG, "key: invalid algorithm") \
+	X(MBEDTLS_ERR_PK_FEATURE_UNAVAILABLE, "key: feature not built in") \
+	X(MBEDTLS_ERR_PEM_INVALID_ENC_IV, "invalid PEM encryption IV") \
+	X(MBEDTLS_ERR_PEM_UNKNOWN_ENC_ALG, "unknown PEM encryption") \
+	X(MBEDTLS_ERR_PEM_BAD_INPUT_DATA, "bad PEM input") \
+	X(MBEDTLS_ERR_ASN1_UNEXPECTED_TAG, "unexpected ASN.1 tag") \
+	X(MBEDTLS_ERR_ASN1_INVALID_LENGTH, "invalid ASN.1 length") \
+	X(MBEDTLS_ERR_ASN1_LENGTH_MISMATCH, "ASN.1 length mismatch") \
+	X(MBEDTLS_ERR_ASN1_INVALID_DATA, "invalid ASN.1 data") \
+	X(MBEDTLS_ERR_RSA_KEY_CHECK_FAILED, "RSA key check failed") \
+	X(MBEDTLS_ERR_RSA_VERIFY_FAILED, "RSA signature verification failed")
 #else
 #define KR_TLS_ERRORS_RARE(X)
 #endif
@@ -108,60 +138,32 @@ int kr_tls_global_init(void)
 	X(MBEDTLS_ERR_SSL_INVALID_MAC, "TLS record failed its integrity check") \
 	X(MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE, "unexpected TLS message from the server") \
 	X(MBEDTLS_ERR_SSL_BAD_CERTIFICATE, "the server's certificate could not be used") \
-	X(MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER, "illegal parameter in a TLS message") \
-	X(MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION, "unsupported TLS extension from the server") \
 	X(MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE, "no client certificate") \
 	X(MBEDTLS_ERR_SSL_CA_CHAIN_REQUIRED, "no CA certificate configured") \
 	X(MBEDTLS_ERR_SSL_UNRECOGNIZED_NAME, "the server does not know the name asked for (SNI)") \
 	X(MBEDTLS_ERR_SSL_INTERNAL_ERROR, "internal TLS error") \
-	X(MBEDTLS_ERR_SSL_BAD_INPUT_DATA, "bad TLS input") \
-	X(MBEDTLS_ERR_SSL_BAD_CONFIG, "bad TLS configuration") \
-	X(MBEDTLS_ERR_SSL_TIMEOUT, "TLS timeout") \
 	KR_TLS_ERRORS_RARE(X) \
 	X(MBEDTLS_ERR_X509_CERT_VERIFY_FAILED, "certificate verification failed") \
 	X(MBEDTLS_ERR_X509_INVALID_FORMAT, "certificate: invalid format") \
-	X(MBEDTLS_ERR_X509_INVALID_VERSION, "certificate: invalid version") \
-	X(MBEDTLS_ERR_X509_INVALID_SERIAL, "certificate: invalid serial") \
 	X(MBEDTLS_ERR_X509_INVALID_ALG, "certificate: invalid algorithm") \
 	X(MBEDTLS_ERR_X509_INVALID_NAME, "certificate: invalid name") \
 	X(MBEDTLS_ERR_X509_INVALID_DATE, "certificate: invalid date") \
 	X(MBEDTLS_ERR_X509_INVALID_SIGNATURE, "certificate: invalid signature") \
-	X(MBEDTLS_ERR_X509_INVALID_EXTENSIONS, "certificate: invalid extensions") \
-	X(MBEDTLS_ERR_X509_UNKNOWN_VERSION, "certificate: unknown version") \
 	X(MBEDTLS_ERR_X509_UNKNOWN_SIG_ALG, "certificate: unsupported signature algorithm") \
-	X(MBEDTLS_ERR_X509_SIG_MISMATCH, "certificate: signature algorithms do not match") \
-	X(MBEDTLS_ERR_X509_CERT_UNKNOWN_FORMAT, "certificate: unknown format") \
-	X(MBEDTLS_ERR_X509_BAD_INPUT_DATA, "certificate: bad input") \
 	X(MBEDTLS_ERR_X509_ALLOC_FAILED, "certificate: out of TLS memory (KR_TLS_HEAP_SIZE)") \
-	X(MBEDTLS_ERR_X509_FEATURE_UNAVAILABLE, "certificate: feature not built in") \
 	X(MBEDTLS_ERR_PK_ALLOC_FAILED, "key: out of TLS memory (KR_TLS_HEAP_SIZE)") \
 	X(MBEDTLS_ERR_PK_TYPE_MISMATCH, "key: wrong type") \
-	X(MBEDTLS_ERR_PK_BAD_INPUT_DATA, "key: bad input") \
-	X(MBEDTLS_ERR_PK_KEY_INVALID_VERSION, "key: unsupported version") \
 	X(MBEDTLS_ERR_PK_KEY_INVALID_FORMAT, "key: invalid format") \
 	X(MBEDTLS_ERR_PK_UNKNOWN_PK_ALG, "key: unknown algorithm") \
 	X(MBEDTLS_ERR_PK_PASSWORD_REQUIRED, "key: encrypted (a password is needed; not supported)") \
-	X(MBEDTLS_ERR_PK_PASSWORD_MISMATCH, "key: wrong password") \
-	X(MBEDTLS_ERR_PK_INVALID_PUBKEY, "key: invalid public key") \
-	X(MBEDTLS_ERR_PK_INVALID_ALG, "key: invalid algorithm") \
 	X(MBEDTLS_ERR_PK_UNKNOWN_NAMED_CURVE, "key: unsupported curve") \
-	X(MBEDTLS_ERR_PK_FEATURE_UNAVAILABLE, "key: feature not built in") \
 	X(MBEDTLS_ERR_PEM_NO_HEADER_FOOTER_PRESENT, "no PEM header or footer") \
 	X(MBEDTLS_ERR_PEM_INVALID_DATA, "invalid PEM data") \
-	X(MBEDTLS_ERR_PEM_INVALID_ENC_IV, "invalid PEM encryption IV") \
-	X(MBEDTLS_ERR_PEM_UNKNOWN_ENC_ALG, "unknown PEM encryption") \
 	X(MBEDTLS_ERR_PEM_PASSWORD_REQUIRED, "PEM key is encrypted (not supported)") \
-	X(MBEDTLS_ERR_PEM_BAD_INPUT_DATA, "bad PEM input") \
 	X(MBEDTLS_ERR_BASE64_INVALID_CHARACTER, "invalid base64 character") \
 	X(MBEDTLS_ERR_ASN1_OUT_OF_DATA, "ASN.1 data ends early") \
-	X(MBEDTLS_ERR_ASN1_UNEXPECTED_TAG, "unexpected ASN.1 tag") \
-	X(MBEDTLS_ERR_ASN1_INVALID_LENGTH, "invalid ASN.1 length") \
-	X(MBEDTLS_ERR_ASN1_LENGTH_MISMATCH, "ASN.1 length mismatch") \
-	X(MBEDTLS_ERR_ASN1_INVALID_DATA, "invalid ASN.1 data") \
 	X(MBEDTLS_ERR_MPI_ALLOC_FAILED, "out of TLS memory (KR_TLS_HEAP_SIZE)") \
 	X(MBEDTLS_ERR_ECP_FEATURE_UNAVAILABLE, "elliptic curve not built in") \
-	X(MBEDTLS_ERR_RSA_KEY_CHECK_FAILED, "RSA key check failed") \
-	X(MBEDTLS_ERR_RSA_VERIFY_FAILED, "RSA signature verification failed") \
 	X(MBEDTLS_ERR_ECP_VERIFY_FAILED, "ECDSA signature verification failed")
 
 /* The codes (all fit 16 bits) and the texts, each ended by a NUL, in the same

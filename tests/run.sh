@@ -105,6 +105,8 @@ host_suites() {
 	run_suite readme-library python3 tests/example/readme.py
 	# Every relative Markdown link, and every README section named in words, resolves.
 	run_suite docs python3 tests/docs/check_docs.py
+	# Every row of the reflector's decision table names a test that exists.
+	run_suite rules python3 tests/rules/check_rules.py
 	# libkreflect's ABI against the 1.0 baseline, and libkreflect.so.1's exports (tests/abi/).
 	run_suite abi python3 tests/abi/check.py
 	# kreflect beside client-go's own Reflector on every fault (make peers).

@@ -666,6 +666,9 @@ class ApiConnection:
 
     def start_stream(self, req):
         headers = self.base_headers() + [("Transfer-Encoding", "chunked")]
+        if self.force_coding:
+            # content_encoding on a watch: the header only, for a client to refuse at the head.
+            headers.append(("Content-Encoding", self.force_coding))
         self._write(self._head(200, headers, req.keep_alive))
 
     # ------------------------------------------------------------ one request

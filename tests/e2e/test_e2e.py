@@ -2599,6 +2599,179 @@ def t_capacity_bytes_by_watch(s):
     check(not anomalies, "event stream: %s" % anomalies[:3])
 
 
+@scenario("ArenaExhaustedWatchList", 8)
+def t_arena_exhausted_watch_list(s):
+    """The arena used up to its last byte by objects present but not held: the
+    watch-list still reads its end bookmark (it needs no arena bytes) and
+    syncs at once, partial, instead of waiting out the initial-events
+    timeout and falling back to a list."""
+    s.server("--initial", 10000, "--initial-size", 1024)
+    kr = s.kreflect("--arena-bytes", "8M", "--watch-list", "on", "--initial-events-timeout", "25")
+    syn = kr.wait_synced(timeout=20)[0]
+    check(syn.get("partial") is True, "SYNCED %s" % syn)
+    err = kr.stderr()
+    check("by watch-list in" in err and "falling back" not in err,
+          "not synced by the watch-list's end bookmark: %s" % kr.stderr_tail(3))
+
+
+def after_fault(s, fault, *args, synced=1):
+    """Two objects on the server, one fault on its next watch (or watch-list),
+    kreflect with args: it syncs `synced` times and a later change arrives
+    over an open watch. Returns kreflect, the requests the server saw and its
+    resourceVersion before the fault."""
+    s.server("--initial", 2)
+    rv0 = s.rv()
+    s.ctl.fault(watch=True, count=1, **fault)
+    kr = s.kreflect(*args)
+    kr.wait_synced(synced, timeout=10)
+    s.ctl.wait_watches(1, timeout=10)
+    s.create("x")
+    kr.wait_event("ADDED", "x")
+    s.check_mirror(kr)
+    s.settle()
+    return kr, s.reqs(), rv0
+
+
+def check_gap(r, i, backoff, what):
+    """Request i+1 went out after a backoff step from request i, or at once."""
+    g = gap(r[i], r[i + 1])
+    if backoff:
+        check(g >= 0.75, "%s %.2f s after, expected a backoff" % (what, g))
+    else:
+        check(g < late(0.7), "%s %.2f s after, expected at once" % (what, g))
+
+
+def watch_refused_relists(s, **fault):
+    """A watch refused with an HTTP error (not 429/401/403, no Retry-After):
+    relist at the last RV after a backoff step, client-go's rule for any
+    failed watch (the decision table's watch x HTTP rows)."""
+    kr, r, rv0 = after_fault(s, dict(kind="status", **fault), "--watch-list", "off", synced=2)
+    expect_requests(r, [L(rv="0", limit=500), W(rv0, status=fault["code"]), L(rv=rv0), W(rv0, status="open")])
+    check_gap(r, 1, True, "relist")
+    check("watch got %d" % fault["code"] in kr.stderr(), "no warning: %s" % kr.stderr_tail())
+
+
+@scenario("WatchRefusedRelists/410-gone", 4)
+def t_watch_refused_gone(s):
+    watch_refused_relists(s, code=410, reason="Gone")
+
+
+@scenario("WatchRefusedRelists/504-too-large", 4)
+def t_watch_refused_too_large(s):
+    watch_refused_relists(s, code=504, too_large=1, retry_after=0)
+
+
+@scenario("WatchRefusedRelists/422-rejected", 4)
+def t_watch_refused_rejected(s):
+    watch_refused_relists(s, code=422)
+
+
+def watch_error_relists(s, **fault):
+    """An ERROR event that is not 429 nor expired ends the watch: relist at
+    the last RV after a backoff step (client-go's watchHandler)."""
+    _, r, rv0 = after_fault(s, dict(kind="watch_error", **fault), "--watch-list", "off", synced=2)
+    expect_requests(r, [L(rv="0", limit=500), W(rv0), L(rv=rv0), W(rv0, status="open")])
+    check_gap(r, 1, True, "relist")
+
+
+@scenario("WatchErrorRelists/504-too-large", 4)
+def t_watch_error_too_large(s):
+    watch_error_relists(s, code=504)
+
+
+@scenario("WatchErrorRelists/no-watch-progress", 4)
+def t_watch_error_no_progress(s):
+    watch_error_relists(s, code=500, message="the server does not support RequestWatchProgress")
+
+
+@scenario("VeryShortWatchListFallsBack", 4)
+def t_very_short_watch_list(s):
+    """A watch-list that ends at once with no event (not even its initial
+    ones): client-go's "very short watch"; a LIST instead, watch-list not
+    remembered as unsupported."""
+    kr, r, _ = after_fault(s, dict(kind="end_watch", after_events=0))
+    expect_requests(r, [WL(), L(rv="0", limit=500), W(ANY, status="open")])
+    check("very short watch" in kr.stderr(), "no line says why: %s" % kr.stderr_tail())
+    check("does not support watch-list" not in kr.stderr(), "watch-list remembered as unsupported")
+
+
+@scenario("BadHeadBacksOff/watch", 4)
+def t_bad_head_watch(s):
+    """A watch answered with a head kreflect cannot take (a Content-Encoding
+    it did not ask for): a broken stream, the same watch after a backoff
+    step, no relist."""
+    kr, r, rv0 = after_fault(s, dict(kind="content_encoding", value="br"), "--watch-list", "off")
+    expect_requests(r, [L(rv="0", limit=500), W(rv0), W(rv0, status="open")])
+    check_gap(r, 1, True, "re-watch")
+    check("a Content-Encoding other than gzip" in kr.stderr(), kr.stderr_tail())
+
+
+@scenario("BadHeadBacksOff/watch-list", 4)
+def t_bad_head_watch_list(s):
+    """A watch-list answered with a head kreflect cannot take: as no answer,
+    the same watch-list after a backoff step, not a fall back to LIST."""
+    kr, r, _ = after_fault(s, dict(kind="content_encoding", value="br"))
+    expect_requests(r, [WL(), WL(status="open")])
+    check_gap(r, 0, True, "watch-list again")
+    check("a Content-Encoding other than gzip" in kr.stderr(), kr.stderr_tail())
+
+
+def watch_list_ends(s, fault, at_once):
+    """A watch-list ended by fault before its end bookmark, answered by the
+    same watch-list again: at once (at RV "") or after a backoff step."""
+    _, r, _ = after_fault(s, fault)
+    expect_requests(r, [WL(status=fault["code"]) if fault["kind"] == "status" else WL(), WL(status="open")])
+    check_gap(r, 0, not at_once, "watch-list again")
+
+
+@scenario("WatchListEnds/410-gone-at-once", 4)
+def t_wl_gone(s):
+    watch_list_ends(s, dict(kind="status", code=410, reason="Gone"), at_once=True)
+
+
+@scenario("WatchListEnds/504-too-large-at-once", 4)
+def t_wl_too_large(s):
+    watch_list_ends(s, dict(kind="status", code=504, too_large=1, retry_after=0), at_once=True)
+
+
+@scenario("WatchListEnds/error-410-at-once", 4)
+def t_wl_error_gone(s):
+    watch_list_ends(s, dict(kind="watch_error", code=410), at_once=True)
+
+
+@scenario("WatchListEnds/error-429-backs-off", 4)
+def t_wl_error_429(s):
+    watch_list_ends(s, dict(kind="watch_error", code=429), at_once=False)
+
+
+def watch_list_error_lists(s, remembered, **fault):
+    """An ERROR event ends a watch-list: a LIST instead, remembered only when
+    the server says it cannot RequestWatchProgress."""
+    kr, r, _ = after_fault(s, dict(kind="watch_error", **fault))
+    expect_requests(r, [WL(), L(rv="0", limit=500), W(ANY, status="open")])
+    check(("does not support watch-list" in kr.stderr()) == remembered,
+          "watch-list %sremembered as unsupported" % ("not " if remembered else ""))
+
+
+@scenario("WatchListEnds/error-no-watch-progress-lists", 4)
+def t_wl_error_no_progress(s):
+    watch_list_error_lists(s, True, code=500, message="the server does not support RequestWatchProgress")
+
+
+@scenario("WatchListEnds/error-500-lists", 4)
+def t_wl_error_500(s):
+    watch_list_error_lists(s, False, code=500)
+
+
+@scenario("WatchRefusedRewatches/403", 4)
+def t_watch_forbidden(s):
+    """A watch refused with 403: the RV is still good; the same watch after a
+    backoff step, no relist (client-go relists)."""
+    _, r, rv0 = after_fault(s, dict(kind="status", code=403), "--watch-list", "off")
+    expect_requests(r, [L(rv="0", limit=500), W(rv0, status=403), W(rv0, status="open")])
+    check_gap(r, 1, True, "re-watch")
+
+
 def main(argv):
     global BIN, ART
     jobs = 5
