@@ -125,10 +125,21 @@ static int fire_due(struct kr_loop *loop, kr_ms_t now)
 	struct kr_timer *due[KR_LOOP_MAX_TIMERS];
 	int i, n = 0, calls = 0;
 
-	/* Snapshot first: callbacks may arm, re-arm or cancel any timer. */
-	for (i = 0; i < loop->ntimers; i++)
-		if (loop->timers[i]->deadline <= now)
-			due[n++] = loop->timers[i];
+	/*
+	 * Snapshot first: callbacks may arm, re-arm or cancel any timer. Those
+	 * due fire in deadline order, also when a late wake-up (a busy machine)
+	 * finds several due at once: each is inserted by its deadline.
+	 */
+	for (i = 0; i < loop->ntimers; i++) {
+		struct kr_timer *t = loop->timers[i];
+		int j;
+
+		if (t->deadline > now)
+			continue;
+		for (j = n++; j > 0 && due[j - 1]->deadline > t->deadline; j--)
+			due[j] = due[j - 1];
+		due[j] = t;
+	}
 	for (i = 0; n > 0 && i < loop->ntimer_hooks; i++)
 		loop->timer_hooks[i].fn(loop->timer_hooks[i].arg);
 	for (i = 0; i < n; i++) {

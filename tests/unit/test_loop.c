@@ -36,6 +36,28 @@ KR_TEST(loop, timers_fire_in_deadline_order_once)
 	return 0;
 }
 
+/* A late wake-up finds several due at once: still in deadline order, not arming order. */
+KR_TEST(loop, timers_due_together_fire_in_deadline_order)
+{
+	struct kr_loop loop;
+	struct kr_timer a = { 0 }, b = { 0 }, c = { 0 };
+	kr_ms_t now = kr_port_now_ms();
+
+	kr_loop_init(&loop);
+	norder = 0;
+	a.fire = b.fire = c.fire = record;
+	a.arg = (void *)1L;
+	b.arg = (void *)2L;
+	c.arg = (void *)3L;
+	check(kr_loop_timer_at(&loop, &a, now - 1) == 0);
+	check(kr_loop_timer_at(&loop, &b, now - 3) == 0);
+	check(kr_loop_timer_at(&loop, &c, now - 2) == 0);
+	check(kr_loop_once(&loop, 0) >= 0);
+	check(norder == 3);
+	check(order[0] == 2 && order[1] == 3 && order[2] == 1);
+	return 0;
+}
+
 KR_TEST(loop, cancelled_and_moved_timers)
 {
 	struct kr_loop loop;
