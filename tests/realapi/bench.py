@@ -10,9 +10,10 @@ One etcd and two API servers, A (the clients') and B, for the whole run.
 
   sync    for each N: N ConfigMaps of 1 KiB written into a namespace of their
           own, then each client in turn syncs them from A's watch cache, from
-          exec to its SYNCED line: seconds, CPU seconds (utime + stime of the
-          client process, /proc/PID/stat) and peak RSS (VmHWM of the client
-          process itself, /proc/PID/status), read at the SYNCED line. kreflect
+          exec to its SYNCED line: seconds, peak RSS (VmHWM of the client
+          process itself, /proc/PID/status, read at the SYNCED line) and CPU
+          seconds (user + system of the client process, all its threads, from
+          wait4() when it is killed right after that line). kreflect
           runs with its defaults (watch-list) up to 10,000 objects and with
           --memory 256M for more (the default 32 MiB arena holds about 24,000
           such objects); the peers with their libraries' defaults (client-go's
@@ -25,9 +26,10 @@ One etcd and two API servers, A (the clients') and B, for the whole run.
           the ceiling: no client can see events faster than they are written.
 
 The objects are written by the server program itself (--bench-fill and
---bench-modify: through its registry store into etcd, 32 writers, no HTTP),
-so 100,000 take seconds, not minutes. Each client's SYNCED count is checked
-against N. Prints a Markdown table with the ratio of each figure from the
+--bench-modify: through its registry store into etcd from --writers
+goroutines, default 128, no HTTP), so 100,000 take seconds, not minutes.
+Each client's SYNCED count is checked against N (and kreflect's is not
+partial). Prints a Markdown table with the ratio of each figure from the
 smallest to the largest N and writes DIR/realapi.md and DIR/realapi.json
 (default DIR build/bench), each client's stderr in DIR/realapi-logs/. Exit
 status: 0 when every measurement ran, 1 when a client failed or missed
@@ -75,6 +77,7 @@ class RealBench:
         shutil.rmtree(self.logs, ignore_errors=True)
         os.makedirs(self.logs)
         self.results = {"config": {"counts": a.counts, "events": a.events, "stream_objects": a.stream_objects,
+                                   "writers": a.writers,
                                    "payload_bytes": 1024, "nproc": os.cpu_count(),
                                    "loadavg_at_start": os.getloadavg(),
                                    "started": time.strftime("%Y-%m-%d %H:%M:%S")},
@@ -113,7 +116,8 @@ class RealBench:
         cl = self.cl
         cmd = [run.SERVER, "--etcd-servers", cl.etcd_url, "--secure-port", str(e2e.local_port()),
                "--tls-cert-file", cl.d + "/server.crt", "--tls-private-key-file", cl.d + "/server.key",
-               "--token-auth-file", cl.d + "/tokens.csv", "--bench-namespace", ns]
+               "--token-auth-file", cl.d + "/tokens.csv", "--bench-namespace", ns,
+               "--bench-writers", str(self.a.writers)]
         if fill:
             cmd += ["--bench-fill", str(fill)]
         if modify:
@@ -138,9 +142,12 @@ class RealBench:
         try:
             pipe = B.SyncPipe(p)
             pipe.read_until(lambda x: x.synced is not None, SYNC_TIMEOUT, "SYNCED line")
-            cpu, st = B.proc_cpu(p.pid), B.proc_status(p.pid)
+            st = B.proc_status(p.pid)
         finally:
-            B.reap(p, 10, signal.SIGKILL)
+            # killed at once: wait4's CPU (to the microsecond, where /proc/PID/stat
+            # counts 10 ms ticks) is the sync's and the few milliseconds after it
+            _, ru = B.reap(p, 10, signal.SIGKILL)
+        cpu = ru.ru_utime + ru.ru_stime
         got = pipe.synced
         if got.get("count") != n or got.get("partial"):
             raise B.BenchError("%s: SYNCED %s, expected a whole mirror of %d" % (p.tag, json.dumps(got), n))
@@ -186,6 +193,7 @@ class RealBench:
             for t in threads:
                 t.start()
             wrote = self.write(s.ns, modify=m, objects=n)
+            t_wrote = time.monotonic()
             for t in threads:
                 t.join()
             self.results["stream_writer"] = {"events": m, "seconds": wrote, "events_per_s": m / wrote}
@@ -196,6 +204,7 @@ class RealBench:
                      "peak_rss_bytes": B.proc_status(p.pid)["VmHWM"]}
                 if pp.t_goal is not None:
                     r.update(seconds=pp.t_goal - t0, events_per_s=m / (pp.t_goal - t0),
+                             behind_writer_s=max(0.0, pp.t_goal - t_wrote),
                              cpu_us_per_event=cpu / m * 1e6)
                 else:
                     r["error"] = errors.get(name, "fewer lines than events")
@@ -235,7 +244,7 @@ def table(res, counts, clients):
     out += [head, "|---|---:|" + "---:|" * len(clients)]
     lo, hi = min(counts), max(counts)
     for key, label, fmt in (("seconds", "sync, seconds", lambda x: "%.2f" % x),
-                            ("cpu_seconds", "sync, CPU seconds", lambda x: "%.2f" % x),
+                            ("cpu_seconds", "sync, CPU seconds", lambda x: "%.3f" % x),
                             ("peak_rss_bytes", "sync, peak RSS MB (VmHWM)", f_mb)):
         for n in counts:
             cells = [fmt(sync[(n, c)][key]) if (n, c) in sync else "-" for c in clients]
@@ -256,11 +265,13 @@ def table(res, counts, clients):
                        for c in clients)))
         out.append("| stream: CPU µs per event | | %s |" % " | ".join(
             "%.0f" % st[c]["cpu_us_per_event"] if "cpu_us_per_event" in st.get(c, {}) else "-" for c in clients))
+        out.append("| stream: last line after the last write, s | | %s |" % " | ".join(
+            "%.2f" % st[c]["behind_writer_s"] if "behind_writer_s" in st.get(c, {}) else "-" for c in clients))
         out.append("| stream: peak RSS MB | | %s |" % " | ".join(
             f_mb(st[c]["peak_rss_bytes"]) if c in st else "-" for c in clients))
         if w:
-            out += ["", "The writer (the server program, 32 writers through the store) made the %s updates "
-                        "at %.0f/s: the ceiling of every client's events/s." % (ev, w["events_per_s"])]
+            out += ["", "The writer (the server program, %d goroutines through the store) made the %s updates "
+                        "at %.0f/s: the ceiling of every client's events/s." % (res["config"]["writers"], ev, w["events_per_s"])]
     fill = res.get("fill", [])
     if fill:
         out += ["", "Filled: " + ", ".join("%s objects in %.1f s" % ("{:,}".format(f["objects"]), f["seconds"])
@@ -275,6 +286,7 @@ def main():
     ap.add_argument("--stream-objects", type=int, default=1000)
     ap.add_argument("--stream-timeout", type=float, default=300)
     ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--writers", type=int, default=128, help="the writer's goroutines (fill and stream)")
     ap.add_argument("--out", default=os.path.join(run.ROOT, "build", "bench"))
     a = ap.parse_args()
     a.counts = [int(x) for x in a.counts.split(",") if x]
