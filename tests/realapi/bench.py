@@ -15,8 +15,7 @@ One etcd and two API servers, A (the clients') and B, for the whole run.
           seconds (user + system of the client process, all its threads, from
           wait4() when it is killed right after that line). kreflect
           runs with its defaults (watch-list) up to 10,000 objects and with
-          --memory 256M for more (the default 32 MiB arena holds about 24,000
-          such objects); the peers with their libraries' defaults (client-go's
+          --memory 256M for more (the defaults index 16,384 objects); the peers with their libraries' defaults (client-go's
           Reflector: a paginated LIST, then a watch).
   stream  the four clients together, synced on --stream-objects ConfigMaps,
           then --events updates of them written as fast as the store takes
@@ -255,6 +254,12 @@ def table(res, counts, clients):
                 a, b = sync.get((lo, c)), sync.get((hi, c))
                 cells.append("×%.1f" % (b[key] / a[key]) if a and b and a[key] else "-")
             out.append("| … grows %s→%s | | %s |" % ("{:,}".format(lo), "{:,}".format(hi), " | ".join(cells)))
+        if lo != hi and key == "peak_rss_bytes":
+            cells = []
+            for c in clients:
+                a, b = sync.get((lo, c)), sync.get((hi, c))
+                cells.append("%.2f" % ((b[key] - a[key]) / (hi - lo) / 1e3) if a and b else "-")
+            out.append("| … KB per object added | | %s |" % " | ".join(cells))
     st = {r["client"]: r for r in res["stream"]}
     if st:
         w = res.get("stream_writer", {})
