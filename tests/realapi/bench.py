@@ -284,9 +284,17 @@ def table(res, counts, clients):
     return "\n".join(out) + "\n"
 
 
+def count_list(text):
+    """--counts: object counts, comma-separated."""
+    try:
+        return [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a comma-separated list of counts: %r" % text)
+
+
 def main():
     ap = argparse.ArgumentParser(prog="realapi-bench")
-    ap.add_argument("--counts", default="1000,10000,100000")
+    ap.add_argument("--counts", type=count_list, default=[1000, 10000, 100000])
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--stream-objects", type=int, default=1000)
     ap.add_argument("--stream-timeout", type=float, default=300)
@@ -294,11 +302,12 @@ def main():
     ap.add_argument("--writers", type=int, default=128, help="the writer's goroutines (fill and stream)")
     ap.add_argument("--out", default=os.path.join(run.ROOT, "build", "bench"))
     a = ap.parse_args()
-    a.counts = [int(x) for x in a.counts.split(",") if x]
     a.clients = [c for c in a.clients.split(",") if c]
     bad = [c for c in a.clients if c not in CLIENTS]
-    if bad or not a.counts or min(a.counts) <= 0 or a.events < 0:
-        B.fail_setup("realapi bench: clients are %s; counts and events positive" % ", ".join(CLIENTS))
+    if bad or not a.counts or min(a.counts) <= 0 or a.events < 0 or a.stream_objects <= 0 or a.writers <= 0 \
+            or a.stream_timeout <= 0:
+        B.fail_setup("realapi bench: the clients are %s; --counts, --stream-objects, --writers and "
+                     "--stream-timeout are positive, --events is not negative" % ", ".join(CLIENTS))
     os.makedirs(a.out, exist_ok=True)
     rb = RealBench(a)
     rb.prerequisites()

@@ -84,6 +84,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kreflect-realapi-server: --tls-cert-file, --tls-private-key-file and --token-auth-file or --client-ca-file are required")
 		os.Exit(2)
 	}
+	if f.bench.fill < 0 || f.bench.modify < 0 || f.benchObjects < 0 || f.bench.bytes < 0 || f.bench.writers < 1 {
+		fmt.Fprintln(os.Stderr, "kreflect-realapi-server: --bench-fill, --bench-modify, --bench-objects and --bench-bytes cannot be negative, --bench-writers is at least 1")
+		os.Exit(2)
+	}
 	ctx := genericapiserver.SetupSignalContext()
 	if err := run(ctx, f); err != nil {
 		fmt.Fprintln(os.Stderr, "kreflect-realapi-server:", err)
