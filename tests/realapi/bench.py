@@ -98,8 +98,8 @@ class RealBench:
         peers.logs = self.logs            # each client's stderr
         self.results["versions"] = dict(peers.results["versions"], client_go="0.32 (make peers)")
         with open(os.path.join(run.RA, "versions.txt")) as f:
-            self.results["versions"]["realapi"] = [ln.strip() for ln in f
-                                                   if "golang-k8s-apiserver-dev" in ln or "etcd-server" in ln]
+            self.results["versions"]["realapi"] = [" ".join(ln.split()[1:]) for ln in f
+                                                   if ln.split()[1:2] in (["golang-k8s-apiserver-dev"], ["etcd-server"])]
 
     def argv(self, name, s, n):
         ready = s.srv.ready
@@ -251,7 +251,7 @@ def f_mb(b):
 
 def table(res, counts, clients):
     v = res.get("versions", {})
-    out = ["## Real API server (k8s.io/apiserver %s, etcd; tests/realapi/bench.py)" %
+    out = ["## Real API server (%s; tests/realapi/bench.py)" %
            ", ".join(v.get("realapi", [])), "",
            "ConfigMaps of 1 KiB, synced from the watch cache; kreflect %s for N > %d. "
            "Machine: %d cores, load %.1f at the start." %
