@@ -709,7 +709,11 @@ $(O)/sim: $(SIM_OBJ) $(OBJ) $(MBEDTLS_LIB)
 #                         relay's instructions per event per watcher (build/bench/fanout-callgrind.*)
 #   make bench            kreflect against client-node and python3-kubernetes, one table,
 #                         build/bench/{table.md,results.json,bench.svg} (tests/bench/bench.py);
-#                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N
+#                         BENCH_QUICK=1 for one repetition, BENCH_IDLE=S, BENCH_REPS=N; then
+#                         bench-restart, bench-realapi, bench-fanout and bench-aead
+#   make bench-realapi    against the real API server (tests/realapi/): sync of 1k/10k/100k ConfigMaps
+#                         and a stream of updates, kreflect beside client-go, client-node and
+#                         python3-kubernetes (tests/realapi/bench.py; build/bench/realapi.{md,json})
 
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCHES := $(patsubst tests/bench/%.c,$(O)/bench/%,$(BENCH_SRC))
@@ -774,8 +778,17 @@ bench: bench-packages | $(MBEDTLS_STAMP) $(JSMN_H)
 	$(Q)+$(MAKE) --no-print-directory peers
 	$(Q)python3 tests/bench/bench.py
 	$(Q)python3 tests/bench/restart.py
+	$(Q)+$(MAKE) --no-print-directory bench-realapi
 	$(Q)+$(MAKE) --no-print-directory bench-fanout
 	$(Q)+$(MAKE) --no-print-directory bench-aead
+
+# Against the real API server of tests/realapi/: sync of 1k, 10k and 100k ConfigMaps
+# and a stream of updates, kreflect beside the three peers (build/bench/realapi.{md,json}).
+.PHONY: bench-realapi
+bench-realapi: bench-packages realapi | $(MBEDTLS_STAMP) $(JSMN_H)
+	$(Q)+$(MAKE) --no-print-directory build/kreflect
+	$(Q)+$(MAKE) --no-print-directory peers
+	$(Q)python3 tests/realapi/bench.py
 
 # The relay before 1 to 500 downstream watchers (tests/bench/fanout.py). The relay is
 # built with room for 600 local connections; the loop's poll set grows with it.

@@ -58,6 +58,8 @@ type flags struct {
 	bind, etcd, prefix, cert, key, tokens, clientCA string
 	port                                            int
 	watchCache                                      bool
+	bench                                           benchWrites
+	benchObjects                                    int
 }
 
 func main() {
@@ -71,9 +73,19 @@ func main() {
 	flag.StringVar(&f.tokens, "token-auth-file", "", "CSV file: token,user,uid[,\"group1,group2\"] (re-read when it changes)")
 	flag.StringVar(&f.clientCA, "client-ca-file", "", "CA bundle for client certificates (user: the CN)")
 	flag.BoolVar(&f.watchCache, "watch-cache", true, "serve lists and watches from the watch cache")
+	flag.StringVar(&f.bench.namespace, "bench-namespace", "bench", "test only: the namespace --bench-fill and --bench-modify write in")
+	flag.IntVar(&f.bench.fill, "bench-fill", 0, "test only: create this many ConfigMaps through the store, then exit without serving")
+	flag.IntVar(&f.bench.modify, "bench-modify", 0, "test only: update the ConfigMaps this many times in all, then exit without serving")
+	flag.IntVar(&f.benchObjects, "bench-objects", 0, "test only: how many ConfigMaps --bench-modify updates (default: --bench-fill's)")
+	flag.IntVar(&f.bench.bytes, "bench-bytes", 1024, "test only: the size of each ConfigMap's value")
+	flag.IntVar(&f.bench.writers, "bench-writers", 32, "test only: concurrent writers")
 	flag.Parse()
 	if f.cert == "" || f.key == "" || (f.tokens == "" && f.clientCA == "") {
 		fmt.Fprintln(os.Stderr, "kreflect-realapi-server: --tls-cert-file, --tls-private-key-file and --token-auth-file or --client-ca-file are required")
+		os.Exit(2)
+	}
+	if f.bench.fill < 0 || f.bench.modify < 0 || f.benchObjects < 0 || f.bench.bytes < 0 || f.bench.writers < 1 {
+		fmt.Fprintln(os.Stderr, "kreflect-realapi-server: --bench-fill, --bench-modify, --bench-objects and --bench-bytes cannot be negative, --bench-writers is at least 1")
 		os.Exit(2)
 	}
 	ctx := genericapiserver.SetupSignalContext()
@@ -138,6 +150,9 @@ func run(ctx context.Context, f flags) error {
 			return err
 		}
 		storage[r.plural] = withShortNames{s, r.short}
+		if r.plural == "configmaps" && f.bench.wanted() {
+			return f.bench.run(ctx, s, f.benchObjects)
+		}
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo("", scheme, runtime.NewParameterCodec(scheme), codecs)
 	group.VersionedResourcesStorageMap["v1"] = storage
