@@ -1278,8 +1278,18 @@ static int sel_follow(const char *json, const kr_json_tok *k, const char *const 
 	return 0;
 }
 
-int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks,
-		      const char *const *paths, int npaths)
+/* Where parse_sel stopped on an error, and why: for kr_json_error_at. */
+struct sel_error {
+	const char *at;
+	const char *why;
+};
+
+/*
+ * kr_json_parse_sel, and with err set (toks[0..1) is then enough) the finder
+ * of the first error: the root is skipped too, so no token but its own.
+ */
+static int parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks,
+		     const char *const *paths, int npaths, struct sel_error *err)
 {
 	const char *p, *q, *end = json + len;
 	unsigned char objs[(KR_JSON_DEPTH_MAX + 7) / 8];  /* bit d: level d is an object */
@@ -1294,14 +1304,11 @@ int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks
 		return KR_ETOOBIG;
 	at[0] = -1;
 	plen[0] = 0;
-	p = skip_ws(json, end);
-	if (p == end || *p != '{')
-		return KR_EPROTO;
 
 /* Appends a token (only outside skipped values), or fails with KR_ENOSPC. */
 #define TOK(ty, s, e, pa) do {							\
 		if (n >= ntoks)							\
-			return KR_ENOSPC;					\
+			FAIL(KR_ENOSPC, p, "too many values");			\
 		toks[n].type = (ty);						\
 		toks[n].start = (int)(s);					\
 		toks[n].end = (int)(e);						\
@@ -1309,14 +1316,27 @@ int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks
 		toks[n].parent = (pa);						\
 		n++;								\
 	} while (0)
+/* Returns code; for kr_json_error_at, says where and why first. */
+#define FAIL(code, where, reason) do {						\
+		if (err) {							\
+			err->at = (where);					\
+			err->why = (reason);					\
+		}								\
+		return (code);							\
+	} while (0)
+#define END_WHY "unexpected end of the JSON text"
 #define IS_OBJ(d) (objs[(d) >> 3] & (1u << ((d) & 7)))
+
+	p = skip_ws(json, end);
+	if (p == end || *p != '{')
+		FAIL(KR_EPROTO, p, p == end ? END_WHY : "the top level is not an object");
 
 value:
 	/* p is at the first byte of a value; par is its parent token. */
 	c = *p;
 	if (c == '"') {
 		if (!(q = string_end(p + 1, end)))
-			return KR_EPROTO;
+			FAIL(KR_EPROTO, p, "invalid JSON string");
 		if (!skip_at)
 			TOK(KR_JSON_T_STRING, p + 1 - json, q - json, par);
 		p = q + 1;
@@ -1324,16 +1344,16 @@ value:
 	}
 	if (c == '{' || c == '[') {
 		if (depth >= KR_JSON_DEPTH_MAX)
-			return KR_ENOSPC;
+			FAIL(KR_ENOSPC, p, "nested too deep");
 		if (c == '{')
 			objs[depth >> 3] |= (unsigned char)(1u << (depth & 7));
 		else
 			objs[depth >> 3] &= (unsigned char)~(1u << (depth & 7));
 		depth++;
 		if (!skip_at) {
-			int follow = npaths < 0 || cur < 0 ||
-				     (toks[cur].type == KR_JSON_T_OBJECT &&
-				      sel_follow(json, &toks[par], paths, npaths, at, plen, lv));
+			int follow = npaths < 0 || (cur < 0 ? !err :
+				     toks[cur].type == KR_JSON_T_OBJECT &&
+				     sel_follow(json, &toks[par], paths, npaths, at, plen, lv));
 
 			if (follow) {
 				TOK(c == '{' ? KR_JSON_T_OBJECT : KR_JSON_T_ARRAY, p - json, -1, par);
@@ -1348,7 +1368,7 @@ value:
 		}
 		p = skip_ws(p + 1, end);
 		if (p == end)
-			return KR_EPROTO;
+			FAIL(KR_EPROTO, p, END_WHY);
 		if (*p == (c == '{' ? '}' : ']'))
 			goto close;
 		if (c == '{')
@@ -1363,18 +1383,18 @@ value:
 		for (q = p + 1; q < end && prim_byte_tab[(unsigned char)*q]; q++)
 			;
 		if (!valid_primitive(p, (int)(q - p)))
-			return KR_EPROTO;
+			FAIL(KR_EPROTO, p, "invalid JSON value");
 		if (!skip_at)
 			TOK(KR_JSON_T_PRIMITIVE, p - json, q - json, par);
 		p = q;
 		goto after_value;
 	}
-	return KR_EPROTO;
+	FAIL(KR_EPROTO, p, "invalid JSON value");
 
 key:
 	/* p is at the first byte of a member: its key. */
 	if (*p != '"' || !(q = string_end(p + 1, end)))
-		return KR_EPROTO;
+		FAIL(KR_EPROTO, p, "expected a string key");
 	if (!skip_at) {
 		TOK(KR_JSON_T_STRING, p + 1 - json, q - json, cur);
 		toks[n - 1].size = 1;
@@ -1383,21 +1403,21 @@ key:
 	}
 	p = skip_ws(q + 1, end);
 	if (p == end || *p != ':')
-		return KR_EPROTO;
+		FAIL(KR_EPROTO, p, p == end ? END_WHY : "expected ':'");
 	p = skip_ws(p + 1, end);
 	if (p == end)
-		return KR_EPROTO;
+		FAIL(KR_EPROTO, p, END_WHY);
 	goto value;
 
 after_value:
 	p = skip_ws(p, end);
 	if (p == end)
-		return KR_EPROTO;
+		FAIL(KR_EPROTO, p, END_WHY);
 	c = *p;
 	if (c == ',') {
 		p = skip_ws(p + 1, end);
 		if (p == end)
-			return KR_EPROTO;
+			FAIL(KR_EPROTO, p, END_WHY);
 		if (IS_OBJ(depth - 1))
 			goto key;
 		if (!skip_at) {
@@ -1408,7 +1428,7 @@ after_value:
 	}
 	if (c == (IS_OBJ(depth - 1) ? '}' : ']'))
 		goto close;
-	return KR_EPROTO;
+	FAIL(KR_EPROTO, p, "expected ',' or a closing bracket");
 
 close:
 	/* p is at the closing bracket of the innermost open container. */
@@ -1429,11 +1449,36 @@ close:
 	}
 	depth--;
 	p++;
-	if (depth == 0)
-		return skip_ws(p, end) == end ? n : KR_EPROTO;
+	if (depth == 0) {
+		p = skip_ws(p, end);
+		if (p != end)
+			FAIL(KR_EPROTO, p, "text after the JSON object");
+		return n;
+	}
 	goto after_value;
 #undef TOK
+#undef FAIL
+#undef END_WHY
 #undef IS_OBJ
+}
+
+int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks,
+		      const char *const *paths, int npaths)
+{
+	return parse_sel(json, len, toks, ntoks, paths, npaths, NULL);
+}
+
+size_t kr_json_error_at(const char *json, size_t len, const char **why)
+{
+	struct sel_error e = { NULL, NULL };
+	kr_json_tok root;
+
+	if (parse_sel(json, len, &root, 1, NULL, 0, &e) >= 0 || !e.at) {
+		*why = NULL;
+		return len;
+	}
+	*why = e.why;
+	return (size_t)(e.at - json);
 }
 
 /* Index of the first token after the subtree of token v. */
