@@ -168,7 +168,8 @@ KR_TEST(json_sel, bounds)
 {
 	static char deep[2 * KR_JSON_DEPTH_MAX + 64];
 	int n = kr_json_parse_sel(event, sizeof(event) - 1, sel, TOKS, paths, 2), d;
-	size_t len;
+	const char *why;
+	size_t len, at;
 
 	check(n > 0);
 	check(kr_json_parse_sel(event, sizeof(event) - 1, sel, n, paths, 2) == n);
@@ -194,6 +195,11 @@ KR_TEST(json_sel, bounds)
 		check(d == KR_JSON_DEPTH_MAX ? n == d + 1 : n == KR_ENOSPC);
 		/* and cut one byte short: invalid, not too deep */
 		check(d != KR_JSON_DEPTH_MAX || kr_json_parse_sel(deep, len - 1, sel, TOKS, NULL, 0) == KR_EPROTO);
+		/* kr_json_error_at: the bracket that opens one level too many is the error */
+		why = "unset";
+		at = kr_json_error_at(deep, len, &why);
+		check(d == KR_JSON_DEPTH_MAX ? at == len && why == NULL :
+		      at == 5 + (size_t)KR_JSON_DEPTH_MAX - 1 && why && strcmp(why, "nested too deep") == 0);
 	}
 	return 0;
 }
@@ -335,36 +341,5 @@ KR_TEST(json_sel, error_at_names_the_first_error)
 	check(error_at("{\"a\": 1}\n\n{}", 10, "text after the JSON object"));
 	/* The first error counts, also inside a value kr_json_parse_sel would skip. */
 	check(error_at("{\"a\": {\"b\": {\"c\" 1}}, \"d\" 2}", 17, "expected ':'"));
-	return 0;
-}
-
-/* {"a": [[...]]} with levels arrays in it. */
-static size_t nest(char *buf, int levels)
-{
-	size_t n = 0;
-	int i;
-
-	memcpy(buf, "{\"a\":", 5);
-	n = 5;
-	for (i = 0; i < levels; i++)
-		buf[n++] = '[';
-	for (i = 0; i < levels; i++)
-		buf[n++] = ']';
-	buf[n++] = '}';
-	return n;
-}
-
-/* One past the deepest nesting read: the bracket that opens it is the error. */
-KR_TEST(json_sel, error_at_nesting_bound)
-{
-	static char deep[2 * KR_JSON_DEPTH_MAX + 8];
-	const char *why = "unset";
-	size_t n;
-
-	n = nest(deep, KR_JSON_DEPTH_MAX - 1);   /* with the object: KR_JSON_DEPTH_MAX levels */
-	check(kr_json_error_at(deep, n, &why) == n && why == NULL);
-	n = nest(deep, KR_JSON_DEPTH_MAX);
-	check(kr_json_error_at(deep, n, &why) == 5 + KR_JSON_DEPTH_MAX - 1 && why &&
-	      strcmp(why, "nested too deep") == 0);
 	return 0;
 }
