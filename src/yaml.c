@@ -151,10 +151,6 @@ static int end_line(struct yaml *y)
 	return 0;
 }
 
-/*
- * Reads the escape whose letter is at s[*i] (after a backslash), within
- * s[..n). Returns its code point and moves *i past it, or -1 if invalid.
- */
 long kr_yaml_escape(const char *s, size_t *i, size_t n)
 {
 	int nhex = 0, k, h;
@@ -707,6 +703,8 @@ int kr_yaml_parse(const char *s, size_t n, size_t skip, struct kr_yaml_node *nod
 
 	memset(&y, 0, sizeof(y));
 	y.err = err;
+	err->line = 0;
+	err->what[0] = '\0';
 	y.s = s;
 	y.n = n;
 	y.pos = y.bol = skip;
