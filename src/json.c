@@ -277,6 +277,27 @@ static int has_control(const char *p, size_t n)
 }
 
 /*
+ * From token k, whose text ends at *pos, up its ancestors below stop (its
+ * parent, or -1 for all up to the root): each container passed must close
+ * after whitespace alone; *pos moves past its bracket. 0 if not, or if a
+ * parent link is broken.
+ */
+static int close_up(const char *js, const kr_json_tok *t, int k, int stop, int *pos)
+{
+	while (t[k].parent != stop) {
+		k = t[k].parent;
+		if (k < 0)
+			return 0;
+		if (is_container(&t[k])) {
+			if (!only_ws(js, *pos, t[k].end - 1))
+				return 0;
+			*pos = t[k].end;
+		}
+	}
+	return 1;
+}
+
+/*
  * Checks what jsmn lets through even in strict mode: missing or doubled
  * commas and colons, keys without values, values in key position, bad
  * literals and numbers, control bytes in strings, text after the object.
@@ -285,7 +306,7 @@ static int has_control(const char *p, size_t n)
  */
 static int validate(const char *js, size_t len, const kr_json_tok *t, int n)
 {
-	int i, k, pos;
+	int i, pos;
 
 	if (t[0].type != KR_JSON_T_OBJECT || t[0].parent != -1 || !only_ws(js, 0, t[0].start))
 		return 0;
@@ -316,17 +337,7 @@ static int validate(const char *js, size_t len, const kr_json_tok *t, int n)
 					return 0;
 				/* Close what ended between the previous sibling and c. */
 				pos = raw_end(&t[i - 1]);
-				for (k = i - 1; t[k].parent != p;) {
-					k = t[k].parent;
-					if (k < 0)
-						return 0;
-					if (is_container(&t[k])) {
-						if (!only_ws(js, pos, t[k].end - 1))
-							return 0;
-						pos = t[k].end;
-					}
-				}
-				if (!sep_gap(js, pos, raw_start(c), ','))
+				if (!close_up(js, t, i - 1, p, &pos) || !sep_gap(js, pos, raw_start(c), ','))
 					return 0;
 			}
 		}
@@ -348,18 +359,9 @@ static int validate(const char *js, size_t len, const kr_json_tok *t, int n)
 			return 0;
 		}
 	}
+	/* Close everything still open (t[0] is the root, whose parent is -1). */
 	pos = raw_end(&t[n - 1]);
-	for (k = n - 1; k != 0;) {
-		k = t[k].parent;
-		if (k < 0)
-			return 0;
-		if (is_container(&t[k])) {
-			if (!only_ws(js, pos, t[k].end - 1))
-				return 0;
-			pos = t[k].end;
-		}
-	}
-	return only_ws(js, pos, (int)len);
+	return close_up(js, t, n - 1, -1, &pos) && only_ws(js, pos, (int)len);
 }
 
 int kr_json_parse(const char *json, size_t len, kr_json_tok *toks, int ntoks)
