@@ -241,6 +241,14 @@ int kr_json_parse_sel(const char *json, size_t len, kr_json_tok *toks, int ntoks
 		      const char *const *paths, int npaths);
 
 /*
+ * For a message about a text kr_json_parse refused: the byte offset of its
+ * first error, with *why saying what is wrong there ("expected ':'", static
+ * text). Returns len with *why NULL if the text is valid after all. One pass
+ * of kr_json_parse_sel's reader, without tokens.
+ */
+size_t kr_json_error_at(const char *json, size_t len, const char **why);
+
+/*
  * Index of the value of key[0..keylen) in object token obj, or -1 (no such key,
  * obj not an object). A key sent with escapes matches its unescaped text; the
  * first of duplicate keys wins; each other member costs O(log ntoks).

@@ -8,6 +8,7 @@
 #include "fmt.h"
 #include "kreflect.h"
 #include "port.h"
+#include "yaml.h"
 
 /*
  * Reading a kubeconfig is three steps over a parse tree of one file at a time:
@@ -15,21 +16,10 @@
  * cluster and user. A KUBECONFIG list is read again for the later steps (the
  * tree of one file is all the work area holds); a single file is parsed once.
  *
- * The YAML parser is recursive descent over lines: a node is a mapping, a
- * sequence or a scalar, recognised by its first line; its column, and the
- * column of the collection around it, decide which later lines belong to it.
- * Recursion is bounded by KR_KUBECONFIG_DEPTH. Scalars are kept as spans of
- * the text and decoded (escapes, folding, base64) only when a field is read.
+ * YAML files are read into the tree by yaml.c; JSON files by kr_json_parse,
+ * whose tokens become the same nodes. Scalars are spans of the text, decoded
+ * (escapes, folding, base64) here, only when a field is read.
  */
-
-enum node_type { N_NULL, N_SCALAR, N_MAP, N_SEQ };
-enum style { S_PLAIN, S_SINGLE, S_DOUBLE, S_LITERAL, S_FOLDED, S_JSON, S_JPRIM };
-enum chomp { C_CLIP, C_STRIP, C_KEEP };
-#define STYLE(st) ((st) & 15)
-#define CHOMP(st) ((st) >> 4)
-
-#define IND_END (-1)   /* next_content: end of the text */
-#define IND_DOC (-2)   /* next_content: a --- or ... document marker */
 
 /* One load in progress. */
 struct ctx {
@@ -146,736 +136,6 @@ static int check_text(struct ctx *c, const char *s, size_t n)
 	return 0;
 }
 
-/* --- YAML ------------------------------------------------------------------------------ */
-
-struct yaml {
-	struct ctx *c;
-	const char *s;
-	size_t n;
-	size_t pos;            /* the cursor */
-	size_t bol;            /* start of the cursor's line */
-	unsigned line;         /* the cursor's line */
-	int depth;             /* open mappings and sequences */
-	struct kr_kubeconfig_node *nodes;
-	int count;
-};
-
-static int ch(const struct yaml *y, size_t i)
-{
-	return i < y->n ? (unsigned char)y->s[i] : -1;
-}
-
-static int is_eol(const struct yaml *y, size_t i)
-{
-	return i >= y->n || y->s[i] == '\n' || y->s[i] == '\r';
-}
-
-static int is_blank(int c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* Whitespace or the end of the line: what must follow an indicator. */
-static int is_sep(const struct yaml *y, size_t i)
-{
-	return is_eol(y, i) || is_blank(ch(y, i));
-}
-
-/* Moves the cursor to the start of the next line. */
-static void next_line(struct yaml *y)
-{
-	size_t i = y->pos;
-
-	while (!is_eol(y, i))
-		i++;
-	if (i < y->n) {
-		if (y->s[i] == '\r')
-			i++;
-		if (i < y->n && y->s[i] == '\n')
-			i++;
-		y->line++;
-	}
-	y->pos = y->bol = i;
-}
-
-static int doc_marker(const struct yaml *y, size_t i)
-{
-	return i == y->bol && y->n - i >= 3 &&
-	       (memcmp(y->s + i, "---", 3) == 0 || memcmp(y->s + i, "...", 3) == 0) &&
-	       is_sep(y, i + 3);
-}
-
-static int new_node(struct yaml *y, int type, unsigned line)
-{
-	struct kr_kubeconfig_node *nd;
-
-	if (y->count >= KR_KUBECONFIG_NODES)
-		return fail(y->c, KR_ETOOBIG, line, "more than %d values (KR_KUBECONFIG_NODES)",
-			    KR_KUBECONFIG_NODES);
-	nd = &y->nodes[y->count];
-	memset(nd, 0, sizeof(*nd));
-	nd->type = (unsigned char)type;
-	nd->line = line;
-	nd->child = nd->next = -1;
-	return y->count++;
-}
-
-/*
- * From the start of a line, skips blank and comment lines. *ind is then the
- * indentation of the next line with content (the cursor stays at its start),
- * IND_END or IND_DOC.
- */
-static int next_content(struct yaml *y, int *ind)
-{
-	for (;;) {
-		size_t i = y->pos;
-		int sp = 0, tab = 0;
-
-		if (i >= y->n) {
-			*ind = IND_END;
-			return 0;
-		}
-		for (; is_blank(ch(y, i)); i++) {
-			if (y->s[i] == '\t')
-				tab = 1;
-			else if (!tab)
-				sp++;
-		}
-		if (is_eol(y, i) || y->s[i] == '#') {
-			y->pos = i;
-			next_line(y);
-			continue;
-		}
-		if (tab)
-			return fail(y->c, KR_EINVAL, y->line, "tab in indentation (YAML indents with spaces)");
-		*ind = sp == 0 && doc_marker(y, i) ? IND_DOC : sp;
-		return 0;
-	}
-}
-
-/* After a value: optional blanks and comment, then the end of the line. */
-static int end_line(struct yaml *y)
-{
-	size_t i = y->pos;
-	int white = 0;
-
-	for (; is_blank(ch(y, i)); i++)
-		white = 1;
-	if (ch(y, i) == '#' && (white || i == y->bol))
-		while (!is_eol(y, i))
-			i++;
-	if (!is_eol(y, i))
-		return fail(y->c, KR_EINVAL, y->line, "unexpected text after a value");
-	y->pos = i;
-	next_line(y);
-	return 0;
-}
-
-/*
- * Reads the escape whose letter is at s[*i] (after a backslash), within
- * s[..n). Returns its code point and moves *i past it, or -1 if invalid.
- */
-static long escape_cp(const char *s, size_t *i, size_t n)
-{
-	int nhex = 0, k, h;
-	long v;
-
-	if (*i >= n)
-		return -1;
-	switch (s[*i]) {
-	case '0': v = 0; break;
-	case 'a': v = 7; break;
-	case 'b': v = 8; break;
-	case 't': case '\t': v = 9; break;
-	case 'n': v = 10; break;
-	case 'v': v = 11; break;
-	case 'f': v = 12; break;
-	case 'r': v = 13; break;
-	case 'e': v = 27; break;
-	case ' ': v = ' '; break;
-	case '"': v = '"'; break;
-	case '/': v = '/'; break;
-	case '\\': v = '\\'; break;
-	case 'N': v = 0x85; break;
-	case '_': v = 0xa0; break;
-	case 'L': v = 0x2028; break;
-	case 'P': v = 0x2029; break;
-	case 'x': nhex = 2; v = 0; break;
-	case 'u': nhex = 4; v = 0; break;
-	case 'U': nhex = 8; v = 0; break;
-	default: return -1;
-	}
-	(*i)++;
-	for (k = 0; k < nhex; k++, (*i)++) {
-		if (*i >= n || (h = kr_hex_value((unsigned char)s[*i])) < 0)
-			return -1;
-		v = v * 16 + h;
-		if (v > 0x10ffff)
-			return -1;
-	}
-	return v;
-}
-
-/*
- * Scans the quoted scalar whose quote is at the cursor: escapes must be
- * valid, and a line it continues on must be indented more than pi (so that a
- * missing closing quote is reported where it opened, not at the next quote).
- * Leaves the cursor after the closing quote; [*start, *end) is the inside.
- */
-static int scan_quoted(struct yaml *y, int pi, size_t *start, size_t *end)
-{
-	int q = y->s[y->pos];
-	unsigned line0 = y->line;
-	const char *what = q == '"' ? "double" : "single";
-	size_t i = y->pos + 1;
-
-	*start = i;
-	for (;;) {
-		int c = ch(y, i);
-
-		if (c < 0)
-			return fail(y->c, KR_EINVAL, line0, "unterminated %s-quoted string", what);
-		if (c == q) {
-			if (q == '\'' && ch(y, i + 1) == '\'') {
-				i += 2;
-				continue;
-			}
-			break;
-		}
-		if (c == '\\' && q == '"' && !is_eol(y, i + 1)) {
-			size_t j = i + 1;
-			long cp = escape_cp(y->s, &j, y->n);
-
-			if (cp < 0 || (cp >= 0xd800 && cp <= 0xdfff))
-				return fail(y->c, KR_EINVAL, y->line, "invalid escape sequence in a double-quoted string");
-			i = j;
-			continue;
-		}
-		if (c == '\\') {
-			i++;
-			continue;
-		}
-		if (c == '\n' || c == '\r') {
-			size_t k;
-			int sp = 0;
-
-			y->pos = i;
-			next_line(y);
-			i = y->pos;
-			while (ch(y, i + (size_t)sp) == ' ')
-				sp++;
-			for (k = i + (size_t)sp; is_blank(ch(y, k)); k++)
-				;
-			if (is_eol(y, k)) {
-				if (k >= y->n)
-					return fail(y->c, KR_EINVAL, line0, "unterminated %s-quoted string", what);
-				i = k;
-				continue;
-			}
-			if (doc_marker(y, i) || sp <= pi)
-				return fail(y->c, KR_EINVAL, line0,
-					    "unterminated %s-quoted string (or its next line is not indented)", what);
-			i = k;
-			continue;
-		}
-		i++;
-	}
-	*end = i;
-	y->pos = i + 1;
-	return 0;
-}
-
-/* Nonzero if a plain scalar may start at s[i]. */
-static int plain_start(const struct yaml *y, size_t i)
-{
-	int c = ch(y, i);
-
-	if (c <= 0 || is_eol(y, i) || is_blank(c))
-		return 0;
-	if (c == '-' || c == '?' || c == ':')
-		return !is_sep(y, i + 1);
-	return !strchr(",[]{}#&*!|>'\"%@`", c);
-}
-
-/* Nonzero if the text at the cursor is "key:" (on this line). */
-static int is_key(const struct yaml *y)
-{
-	size_t i = y->pos;
-	int q = ch(y, i);
-
-	if (q == '"' || q == '\'') {
-		for (i++; !is_eol(y, i); i++) {
-			if (y->s[i] == '\\' && q == '"') {
-				i++;
-				if (is_eol(y, i))
-					return 0;
-				continue;
-			}
-			if (y->s[i] == q) {
-				if (q == '\'' && ch(y, i + 1) == '\'') {
-					i++;
-					continue;
-				}
-				break;
-			}
-		}
-		if (is_eol(y, i))
-			return 0;
-		for (i++; is_blank(ch(y, i)); i++)
-			;
-		return ch(y, i) == ':' && is_sep(y, i + 1);
-	}
-	if (!plain_start(y, i))
-		return 0;
-	for (; !is_eol(y, i); i++) {
-		if (y->s[i] == ':' && is_sep(y, i + 1))
-			return 1;
-		if (is_blank(y->s[i]) && ch(y, i + 1) == '#')
-			return 0;
-	}
-	return 0;
-}
-
-/* A key at the cursor (is_key said so); leaves the cursor after its ':'. */
-static int parse_key(struct yaml *y)
-{
-	int k = new_node(y, N_SCALAR, y->line), q = ch(y, y->pos), r;
-	size_t a, b;
-
-	if (k < 0)
-		return k;
-	if (q == '"' || q == '\'') {
-		r = scan_quoted(y, -1, &a, &b);
-		if (r < 0)
-			return r;
-		y->nodes[k].style = q == '"' ? S_DOUBLE : S_SINGLE;
-		while (is_blank(ch(y, y->pos)))
-			y->pos++;
-	} else {
-		a = y->pos;
-		while (!(y->s[y->pos] == ':' && is_sep(y, y->pos + 1)))
-			y->pos++;
-		b = y->pos;
-		while (b > a && is_blank(y->s[b - 1]))
-			b--;
-		y->nodes[k].style = S_PLAIN;
-	}
-	y->nodes[k].start = (unsigned)a;
-	y->nodes[k].end = (unsigned)b;
-	y->pos++;   /* the ':' */
-	return k;
-}
-
-/* A plain scalar, continued on lines indented more than pi. */
-static int parse_plain(struct yaml *y, int pi)
-{
-	int k = new_node(y, N_SCALAR, y->line), ind, r;
-	size_t i = y->pos, last = y->pos;
-
-	if (k < 0)
-		return k;
-	y->nodes[k].start = (unsigned)i;
-	for (;;) {
-		int comment = 0;
-
-		for (; !is_eol(y, i); i++) {
-			if (y->s[i] == ':' && is_sep(y, i + 1))
-				return fail(y->c, KR_EINVAL, y->line,
-					    "\": \" inside a value (quote the value, or check the indentation)");
-			if (is_blank(y->s[i]) && ch(y, i + 1) == '#') {
-				comment = 1;
-				break;
-			}
-			if (!is_blank(y->s[i]))
-				last = i + 1;
-		}
-		y->pos = i;
-		next_line(y);
-		if (comment)
-			break;
-		/* The next line with content continues the scalar if indented more. */
-		r = next_content(y, &ind);
-		if (r < 0)
-			return r;
-		if (ind <= pi || ind < 0)
-			break;
-		i = y->pos + (size_t)ind;
-		if (y->s[i] == '#')
-			break;
-	}
-	y->nodes[k].end = (unsigned)last;
-	y->nodes[k].style = S_PLAIN;
-	return k;
-}
-
-static int parse_block_scalar(struct yaml *y, int pi)
-{
-	unsigned line = y->line, lead_line = 0, l;
-	size_t i = y->pos + 1, j, last;
-	int style = y->s[y->pos] == '|' ? S_LITERAL : S_FOLDED, chomp = -1, m = 0, k, r, n;
-	long ci = -1, maxlead = 0, sp;
-
-	for (n = 0; n < 2; n++, i++) {
-		int c = ch(y, i);
-
-		if ((c == '+' || c == '-') && chomp < 0)
-			chomp = c == '+' ? C_KEEP : C_STRIP;
-		else if (c >= '1' && c <= '9' && !m)
-			m = c - '0';
-		else
-			break;
-	}
-	if (chomp < 0)
-		chomp = C_CLIP;
-	if (!is_sep(y, i))
-		return fail(y->c, KR_EINVAL, line,
-			    "invalid block scalar header (| or > with optional +, - and one digit)");
-	y->pos = i;
-	r = end_line(y);
-	if (r < 0)
-		return r;
-	k = new_node(y, N_SCALAR, line);
-	if (k < 0)
-		return k;
-	if (m) {
-		ci = (pi < 0 ? 0 : pi) + m;
-	} else {
-		/* The first line with text sets the indentation. */
-		for (j = y->pos, l = y->line; j < y->n;) {
-			for (sp = 0; ch(y, j + (size_t)sp) == ' '; sp++)
-				;
-			if (!is_eol(y, j + (size_t)sp)) {
-				ci = sp;
-				break;
-			}
-			if (sp > maxlead) {
-				maxlead = sp;
-				lead_line = l;
-			}
-			j += (size_t)sp;
-			if (j >= y->n)
-				break;
-			if (y->s[j] == '\r')
-				j++;
-			j++;
-			l++;
-		}
-		if (ci <= pi)   /* no text: empty lines at most, as indented as the most indented */
-			ci = maxlead > pi + 1 ? maxlead : pi + 1;
-		else if (maxlead > ci)
-			return fail(y->c, KR_EINVAL, lead_line,
-				    "a leading empty line of a block scalar is indented more than its text");
-	}
-	y->nodes[k].start = (unsigned)y->pos;
-	last = y->pos;
-	while (y->pos < y->n) {
-		size_t t;
-
-		for (j = y->pos, sp = 0; sp < ci && ch(y, j) == ' '; sp++)
-			j++;
-		if (sp < ci) {
-			for (t = j; is_blank(ch(y, t)); t++)
-				;
-			if (is_eol(y, t)) {
-				y->pos = t;
-				next_line(y);
-				continue;
-			}
-			if (ch(y, j) == '\t')
-				return fail(y->c, KR_EINVAL, y->line, "tab in indentation (YAML indents with spaces)");
-			break;   /* indented less: the scalar ended */
-		}
-		if (ci == 0 && doc_marker(y, y->pos))
-			break;
-		y->pos = j;
-		next_line(y);
-		last = y->pos;
-	}
-	y->nodes[k].end = (unsigned)(chomp == C_KEEP ? y->pos : last);
-	y->nodes[k].indent = (unsigned)ci;
-	y->nodes[k].style = (unsigned char)(style | chomp << 4);
-	return k;
-}
-
-/* {} or []: kubectl writes these for empty preferences and extensions. */
-static int parse_flow(struct yaml *y)
-{
-	int open = y->s[y->pos], close = open == '{' ? '}' : ']', k, r;
-	size_t i = y->pos + 1;
-
-	while (is_blank(ch(y, i)))
-		i++;
-	if (ch(y, i) != close)
-		return fail(y->c, KR_EINVAL, y->line,
-			    "a non-empty flow %s (%c...%c) is not supported; write it in block style",
-			    open == '{' ? "mapping" : "sequence", open, close);
-	k = new_node(y, open == '{' ? N_MAP : N_SEQ, y->line);
-	if (k < 0)
-		return k;
-	y->pos = i + 1;
-	r = end_line(y);
-	return r < 0 ? r : k;
-}
-
-/* A scalar (or {} / []) at the cursor, where a mapping or sequence cannot start. */
-static int parse_scalar(struct yaml *y, int pi)
-{
-	size_t i = y->pos, a, b;
-	int c = ch(y, i), k, r;
-
-	switch (c) {
-	case '|':
-	case '>':
-		return parse_block_scalar(y, pi);
-	case '"':
-	case '\'':
-		k = new_node(y, N_SCALAR, y->line);
-		if (k < 0)
-			return k;
-		r = scan_quoted(y, pi, &a, &b);
-		if (r < 0)
-			return r;
-		y->nodes[k].start = (unsigned)a;
-		y->nodes[k].end = (unsigned)b;
-		y->nodes[k].style = c == '"' ? S_DOUBLE : S_SINGLE;
-		for (i = y->pos; is_blank(ch(y, i)); i++)
-			;
-		if (ch(y, i) == ':' && is_sep(y, i + 1))
-			return fail(y->c, KR_EINVAL, y->line, "a \"key:\" where a value was expected (check the indentation)");
-		r = end_line(y);
-		return r < 0 ? r : k;
-	case '{':
-	case '[':
-		return parse_flow(y);
-	case '&':
-		return fail(y->c, KR_EINVAL, y->line, "YAML anchors (&) are not supported");
-	case '*':
-		return fail(y->c, KR_EINVAL, y->line, "YAML aliases (*) are not supported");
-	case '!':
-		return fail(y->c, KR_EINVAL, y->line, "YAML tags (!) are not supported");
-	default:
-		break;
-	}
-	if (!plain_start(y, i)) {
-		if (c == '-')
-			return fail(y->c, KR_EINVAL, y->line, "a \"- \" entry where a value was expected (check the indentation)");
-		if (c == '?')
-			return fail(y->c, KR_EINVAL, y->line, "complex keys (\"? \") are not supported");
-		if (c == ':')
-			return fail(y->c, KR_EINVAL, y->line, "a ':' without a key");
-		return fail(y->c, KR_EINVAL, y->line, "a value cannot start with '%c' (quote it)", c);
-	}
-	return parse_plain(y, pi);
-}
-
-static int block_node(struct yaml *y, int pi, int col);
-
-
-
-/* The sequence whose first "-" is at the cursor, in column col. */
-static int parse_seq(struct yaml *y, int col)
-{
-	int s, item, last = -1, ind, r;
-
-	if (++y->depth > KR_KUBECONFIG_DEPTH)
-		return fail(y->c, KR_EINVAL, y->line, "nested deeper than %d levels (KR_KUBECONFIG_DEPTH)",
-			    KR_KUBECONFIG_DEPTH);
-	s = new_node(y, N_SEQ, y->line);
-	if (s < 0)
-		return s;
-	for (;;) {
-		size_t i = y->pos + 1;
-
-		while (ch(y, i) == ' ')
-			i++;
-		if (ch(y, i) == '\t')
-			return fail(y->c, KR_EINVAL, y->line, "tab after \"-\" (YAML indents with spaces)");
-		if (is_eol(y, i) || ch(y, i) == '#') {
-			unsigned line = y->line;
-
-			y->pos = i;
-			r = end_line(y);
-			if (r < 0)
-				return r;
-			r = next_content(y, &ind);
-			if (r < 0)
-				return r;
-			if (ind > col) {
-				y->pos += (size_t)ind;
-				item = block_node(y, col, ind);
-			} else {
-				item = new_node(y, N_NULL, line);
-			}
-		} else {
-			y->pos = i;
-			item = block_node(y, col, (int)(i - y->bol));
-		}
-		if (item < 0)
-			return item;
-		if (last < 0)
-			y->nodes[s].child = item;
-		else
-			y->nodes[last].next = item;
-		last = item;
-		r = next_content(y, &ind);
-		if (r < 0)
-			return r;
-		if (ind < col)
-			break;
-		if (ind > col)
-			return fail(y->c, KR_EINVAL, y->line, "bad indentation (%d spaces where %d were expected)",
-				    ind, col);
-		if (!(ch(y, y->pos + (size_t)ind) == '-' && is_sep(y, y->pos + (size_t)ind + 1)))
-			break;   /* the parent mapping's next key, at the same column */
-		y->pos += (size_t)ind;
-	}
-	y->depth--;
-	return s;
-}
-
-/* The value after "key:" of a mapping in column col; the cursor is after the ':'. */
-static int map_value(struct yaml *y, int col)
-{
-	size_t i = y->pos;
-	unsigned line = y->line;
-	int ind, r;
-
-	while (is_blank(ch(y, i)))
-		i++;
-	if (!is_eol(y, i) && y->s[i] != '#') {
-		y->pos = i;
-		return parse_scalar(y, col);
-	}
-	y->pos = i;
-	r = end_line(y);
-	if (r < 0)
-		return r;
-	r = next_content(y, &ind);
-	if (r < 0)
-		return r;
-	if (ind > col) {
-		y->pos += (size_t)ind;
-		return block_node(y, col, ind);
-	}
-	if (ind == col && ch(y, y->pos + (size_t)ind) == '-' && is_sep(y, y->pos + (size_t)ind + 1)) {
-		y->pos += (size_t)ind;
-		return parse_seq(y, col);
-	}
-	return new_node(y, N_NULL, line);
-}
-
-/* The mapping whose first key is at the cursor, in column col. */
-static int parse_map(struct yaml *y, int col)
-{
-	int m, k, v, last = -1, ind, r;
-
-	if (++y->depth > KR_KUBECONFIG_DEPTH)
-		return fail(y->c, KR_EINVAL, y->line, "nested deeper than %d levels (KR_KUBECONFIG_DEPTH)",
-			    KR_KUBECONFIG_DEPTH);
-	m = new_node(y, N_MAP, y->line);
-	if (m < 0)
-		return m;
-	for (;;) {
-		k = parse_key(y);
-		if (k < 0)
-			return k;
-		if (last < 0)
-			y->nodes[m].child = k;
-		else
-			y->nodes[last].next = k;
-		last = k;
-		v = map_value(y, col);
-		if (v < 0)
-			return v;
-		y->nodes[k].child = v;
-		r = next_content(y, &ind);
-		if (r < 0)
-			return r;
-		if (ind < col)
-			break;
-		if (ind > col)
-			return fail(y->c, KR_EINVAL, y->line, "bad indentation (%d spaces where %d were expected)",
-				    ind, col);
-		y->pos += (size_t)ind;
-		if (ch(y, y->pos) == '-' && is_sep(y, y->pos + 1))
-			return fail(y->c, KR_EINVAL, y->line, "a \"- \" entry where a key was expected (check the indentation)");
-		if (!is_key(y))
-			return fail(y->c, KR_EINVAL, y->line, "expected \"key: value\" (check the indentation)");
-	}
-	y->depth--;
-	return m;
-}
-
-/*
- * The node at the cursor, in column col, inside a collection in column pi: a
- * sequence, a mapping or a scalar.
- */
-static int block_node(struct yaml *y, int pi, int col)
-{
-	if (ch(y, y->pos) == '-' && is_sep(y, y->pos + 1))
-		return parse_seq(y, col);
-	if (is_key(y))
-		return parse_map(y, col);
-	return parse_scalar(y, pi);
-}
-
-static int parse_yaml(struct ctx *c, const char *s, size_t n, size_t skip)
-{
-	struct yaml y;
-	int ind, r, root = -1, after = 0;
-
-	memset(&y, 0, sizeof(y));
-	y.c = c;
-	y.s = s;
-	y.n = n;
-	y.pos = y.bol = skip;
-	y.line = 1;
-	y.nodes = c->w->nodes;
-	r = next_content(&y, &ind);
-	if (r < 0)
-		return r;
-	if (ind == 0 && y.s[y.pos] == '%')
-		return fail(c, KR_EINVAL, y.line, "YAML directives (%%) are not supported");
-	if (ind == IND_DOC && y.s[y.pos] == '-') {
-		size_t i = y.pos + 3;
-
-		while (is_blank(ch(&y, i)))
-			i++;
-		if (!is_eol(&y, i) && y.s[i] != '#')
-			return fail(c, KR_EINVAL, y.line, "text after \"---\" (start the document on the next line)");
-		y.pos += 3;
-		r = end_line(&y);
-		if (r == 0)
-			r = next_content(&y, &ind);
-		if (r < 0)
-			return r;
-	}
-	if (ind >= 0) {
-		y.pos += (size_t)ind;
-		root = block_node(&y, -1, ind);
-		if (root < 0)
-			return root;
-		r = next_content(&y, &ind);
-		if (r < 0)
-			return r;
-	}
-	while (ind == IND_DOC) {
-		after = 1;
-		y.pos += 3;
-		r = end_line(&y);
-		if (r == 0)
-			r = next_content(&y, &ind);
-		if (r < 0)
-			return r;
-	}
-	if (ind >= 0)
-		return fail(c, KR_EINVAL, y.line, after ? "more than one YAML document"
-							: "unexpected text (check the indentation)");
-	c->w->nnodes = y.count;
-	c->w->root = root;
-	return 0;
-}
-
 /* --- JSON ------------------------------------------------------------------------------ */
 
 static unsigned line_at(const char *s, size_t off)
@@ -887,181 +147,6 @@ static unsigned line_at(const char *s, size_t off)
 		if (s[i] == '\n')
 			line++;
 	return line;
-}
-
-static size_t json_ws(const char *s, size_t n, size_t i)
-{
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-		i++;
-	return i;
-}
-
-/* End of the JSON string whose quote is at s[i], or 0 if it is invalid. */
-static size_t json_string_end(const char *s, size_t n, size_t i)
-{
-	int k;
-
-	for (i++; i < n; i++) {
-		unsigned char b = (unsigned char)s[i];
-
-		if (b == '"')
-			return i + 1;
-		if (b < 0x20)
-			return 0;
-		if (b == '\\') {
-			if (++i >= n)
-				return 0;
-			if (s[i] == 'u') {
-				for (k = 0; k < 4; k++)
-					if (++i >= n || kr_hex_value((unsigned char)s[i]) < 0)
-						return 0;
-			} else if (!strchr("\"\\/bfnrt", s[i]) || s[i] == 0) {
-				return 0;
-			}
-		}
-	}
-	return 0;
-}
-
-static int is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* End of the JSON number or literal at s[i], or 0 if it is invalid. */
-static size_t json_primitive_end(const char *s, size_t n, size_t i)
-{
-	static const char *const words[] = { "true", "false", "null" };
-	size_t k, start;
-
-	for (k = 0; k < 3; k++) {
-		size_t l = strlen(words[k]);
-
-		if (n - i >= l && memcmp(s + i, words[k], l) == 0)
-			return i + l;
-	}
-	if (i < n && s[i] == '-')
-		i++;
-	start = i;
-	if (i < n && s[i] == '0')
-		i++;
-	else
-		while (i < n && is_digit(s[i]))
-			i++;
-	if (i == start)
-		return 0;
-	if (i < n && s[i] == '.') {
-		start = ++i;
-		while (i < n && is_digit(s[i]))
-			i++;
-		if (i == start)
-			return 0;
-	}
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		i++;
-		if (i < n && (s[i] == '+' || s[i] == '-'))
-			i++;
-		start = i;
-		while (i < n && is_digit(s[i]))
-			i++;
-		if (i == start)
-			return 0;
-	}
-	return i;
-}
-
-/*
- * kr_json_parse says whether the text is valid, not where it is not: this
- * finds the offset of the first error for the message, and what it is.
- */
-static size_t json_error_at(const char *s, size_t n, size_t i, const char **why)
-{
-	enum { VALUE, VALUE_OR_CLOSE, KEY, KEY_OR_CLOSE, COLON, AFTER, END } st = VALUE;
-	char stack[KR_KUBECONFIG_DEPTH + 1];
-	int depth = 0;
-	size_t e;
-
-	for (;;) {
-		i = json_ws(s, n, i);
-		if (i >= n) {
-			*why = st == END ? "invalid JSON" : "unexpected end of the JSON text";
-			return n;
-		}
-		switch (st) {
-		case VALUE_OR_CLOSE:
-			if (s[i] == ']') {
-				depth--;
-				i++;
-				st = depth ? AFTER : END;
-				continue;
-			}
-			/* fall through */
-		case VALUE:
-			if (depth == 0 && s[i] != '{') {
-				*why = "the top level is not an object";
-				return i;
-			}
-			if (s[i] == '{' || s[i] == '[') {
-				if (depth > KR_KUBECONFIG_DEPTH) {
-					*why = "nested too deep";
-					return i;
-				}
-				stack[depth++] = s[i];
-				st = s[i] == '{' ? KEY_OR_CLOSE : VALUE_OR_CLOSE;
-				i++;
-				continue;
-			}
-			e = s[i] == '"' ? json_string_end(s, n, i) : json_primitive_end(s, n, i);
-			if (!e) {
-				*why = s[i] == '"' ? "invalid JSON string" : "invalid JSON value";
-				return i;
-			}
-			i = e;
-			st = AFTER;
-			continue;
-		case KEY_OR_CLOSE:
-			if (s[i] == '}') {
-				depth--;
-				i++;
-				st = depth ? AFTER : END;
-				continue;
-			}
-			/* fall through */
-		case KEY:
-			if (s[i] != '"' || !(e = json_string_end(s, n, i))) {
-				*why = "expected a string key";
-				return i;
-			}
-			i = e;
-			st = COLON;
-			continue;
-		case COLON:
-			if (s[i] != ':') {
-				*why = "expected ':'";
-				return i;
-			}
-			i++;
-			st = VALUE;
-			continue;
-		case AFTER:
-			if (s[i] == ',') {
-				i++;
-				st = stack[depth - 1] == '{' ? KEY : VALUE;
-				continue;
-			}
-			if ((s[i] == '}' && stack[depth - 1] == '{') || (s[i] == ']' && stack[depth - 1] == '[')) {
-				depth--;
-				i++;
-				st = depth ? AFTER : END;
-				continue;
-			}
-			*why = "expected ',' or a closing bracket";
-			return i;
-		case END:
-			*why = "text after the JSON object";
-			return i;
-		}
-	}
 }
 
 static int parse_json(struct ctx *c, const char *s, size_t n)
@@ -1082,14 +167,14 @@ static int parse_json(struct ctx *c, const char *s, size_t n)
 			    "more than %d JSON values (KR_KUBECONFIG_NODES)", KR_KUBECONFIG_NODES);
 	}
 	if (ntok <= 0) {
-		const char *why = "invalid JSON";
-		size_t at = json_error_at(s, n, 0, &why);
+		const char *why;
+		size_t at = kr_json_error_at(s, n, &why);
 
-		return fail(c, KR_EINVAL, line_at(s, at), "%s", why);
+		return fail(c, KR_EINVAL, line_at(s, at), "%s", why ? why : "invalid JSON");
 	}
 	for (i = 0; i < ntok; i++) {
 		const kr_json_tok *t = &w->toks[i];
-		struct kr_kubeconfig_node *nd = &w->nodes[i];
+		struct kr_yaml_node *nd = &w->nodes[i];
 		int p = t->parent, holder;
 
 		for (; off < (size_t)t->start; off++)
@@ -1101,12 +186,12 @@ static int parse_json(struct ctx *c, const char *s, size_t n)
 		nd->line = line;
 		nd->child = nd->next = -1;
 		switch (t->type) {
-		case KR_JSON_T_OBJECT: nd->type = N_MAP; break;
-		case KR_JSON_T_ARRAY: nd->type = N_SEQ; break;
-		case KR_JSON_T_STRING: nd->type = N_SCALAR; nd->style = S_JSON; break;
+		case KR_JSON_T_OBJECT: nd->type = KR_YAML_MAP; break;
+		case KR_JSON_T_ARRAY: nd->type = KR_YAML_SEQ; break;
+		case KR_JSON_T_STRING: nd->type = KR_YAML_SCALAR; nd->style = KR_YAML_JSON; break;
 		default:
-			nd->type = t->end - t->start == 4 && memcmp(s + t->start, "null", 4) == 0 ? N_NULL : N_SCALAR;
-			nd->style = S_JPRIM;
+			nd->type = t->end - t->start == 4 && memcmp(s + t->start, "null", 4) == 0 ? KR_YAML_NULL : KR_YAML_SCALAR;
+			nd->style = KR_YAML_JPRIM;
 			break;
 		}
 		if (i > 0) {
@@ -1128,7 +213,7 @@ static int parse_json(struct ctx *c, const char *s, size_t n)
 				stack[sp - 1].last = i;
 			}
 		}
-		if (nd->type == N_MAP || nd->type == N_SEQ) {
+		if (nd->type == KR_YAML_MAP || nd->type == KR_YAML_SEQ) {
 			if (sp >= KR_KUBECONFIG_DEPTH)
 				return fail(c, KR_EINVAL, line, "nested deeper than %d levels (KR_KUBECONFIG_DEPTH)",
 					    KR_KUBECONFIG_DEPTH);
@@ -1145,6 +230,7 @@ static int parse_json(struct ctx *c, const char *s, size_t n)
 /* Parses text[0..len) into the work area's tree: JSON if it starts with '{'. */
 static int parse_text(struct ctx *c, const char *s, size_t n)
 {
+	struct kr_yaml_error yerr;
 	size_t skip = 0, i;
 	int r;
 
@@ -1163,7 +249,8 @@ static int parse_text(struct ctx *c, const char *s, size_t n)
 		c->len = n - skip;
 		return parse_json(c, c->text, c->len);
 	}
-	return parse_yaml(c, s, n, skip);
+	r = kr_yaml_parse(s, n, skip, c->w->nodes, &c->w->nnodes, &c->w->root, &yerr);
+	return r < 0 ? fail(c, r, yerr.line, "%s", yerr.what) : 0;
 }
 
 /* --- scalars ---------------------------------------------------------------------------- */
@@ -1252,6 +339,11 @@ static void put_cp(struct sink *k, unsigned long cp)
 		put(k, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
 		put(k, (unsigned char)(0x80 | (cp & 0x3f)));
 	}
+}
+
+static int is_blank(int c)
+{
+	return c == ' ' || c == '\t';
 }
 
 static int is_break(char b)
@@ -1345,12 +437,12 @@ static int decode_quoted(const char *s, size_t a, size_t b, int style, struct si
 				put(k, (unsigned char)s[j]);
 			pending = 0;
 		}
-		if (style == S_SINGLE && c == '\'') {
+		if (style == KR_YAML_SINGLE && c == '\'') {
 			put(k, '\'');
 			i += 2;
 			continue;
 		}
-		if (style != S_SINGLE && c == '\\') {
+		if (style != KR_YAML_SINGLE && c == '\\') {
 			long cp;
 
 			i++;
@@ -1367,11 +459,11 @@ static int decode_quoted(const char *s, size_t a, size_t b, int style, struct si
 				}
 				continue;
 			}
-			cp = escape_cp(s, &i, b);
-			if (cp >= 0xd800 && cp <= 0xdbff && style == S_JSON && b - i >= 6 && s[i] == '\\' &&
+			cp = kr_yaml_escape(s, &i, b);
+			if (cp >= 0xd800 && cp <= 0xdbff && style == KR_YAML_JSON && b - i >= 6 && s[i] == '\\' &&
 			    s[i + 1] == 'u') {
 				size_t i2 = i + 1;
-				long lo = escape_cp(s, &i2, b);
+				long lo = kr_yaml_escape(s, &i2, b);
 
 				if (lo >= 0xdc00 && lo <= 0xdfff) {
 					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -1393,10 +485,10 @@ static int decode_quoted(const char *s, size_t a, size_t b, int style, struct si
 }
 
 /* Literal (|) and folded (>) block scalars, with their chomping. */
-static void decode_block(const char *s, size_t a, size_t b, const struct kr_kubeconfig_node *nd,
+static void decode_block(const char *s, size_t a, size_t b, const struct kr_yaml_node *nd,
 			 struct sink *k)
 {
-	int folded = STYLE(nd->style) == S_FOLDED, chomp = CHOMP(nd->style);
+	int folded = KR_YAML_STYLE(nd->style) == KR_YAML_FOLDED, chomp = KR_YAML_CHOMP(nd->style);
 	int prev = 0;   /* 0 no text yet, 1 a normal line, 2 a more-indented line */
 	unsigned empty = 0, t;
 	size_t i = a, ls, le, sp;
@@ -1433,11 +525,11 @@ static void decode_block(const char *s, size_t a, size_t b, const struct kr_kube
 			empty = 0;
 		}
 	}
-	if (chomp == C_STRIP)
+	if (chomp == KR_YAML_STRIP)
 		return;
-	if (prev && (chomp == C_KEEP || (b > a && s[b - 1] == '\n')))
+	if (prev && (chomp == KR_YAML_KEEP || (b > a && s[b - 1] == '\n')))
 		put(k, '\n');
-	if (chomp == C_KEEP)
+	if (chomp == KR_YAML_KEEP)
 		for (t = 0; t < empty; t++)
 			put(k, '\n');
 }
@@ -1445,19 +537,19 @@ static void decode_block(const char *s, size_t a, size_t b, const struct kr_kube
 /* Decodes scalar node v into k. Returns 0 or KR_EINVAL (bad JSON \u escape). */
 static int decode(const struct ctx *c, int v, struct sink *k)
 {
-	const struct kr_kubeconfig_node *nd = &c->w->nodes[v];
+	const struct kr_yaml_node *nd = &c->w->nodes[v];
 	size_t a = nd->start, b = nd->end, i;
 
-	switch (STYLE(nd->style)) {
-	case S_PLAIN:
+	switch (KR_YAML_STYLE(nd->style)) {
+	case KR_YAML_PLAIN:
 		decode_plain(c->text, a, b, k);
 		return 0;
-	case S_SINGLE:
-	case S_DOUBLE:
-	case S_JSON:
-		return decode_quoted(c->text, a, b, STYLE(nd->style), k);
-	case S_LITERAL:
-	case S_FOLDED:
+	case KR_YAML_SINGLE:
+	case KR_YAML_DOUBLE:
+	case KR_YAML_JSON:
+		return decode_quoted(c->text, a, b, KR_YAML_STYLE(nd->style), k);
+	case KR_YAML_LITERAL:
+	case KR_YAML_FOLDED:
 		decode_block(c->text, a, b, nd, k);
 		return 0;
 	default:
@@ -1477,7 +569,7 @@ static int key_is(const struct ctx *c, int k, const char *key)
 	memset(&s, 0, sizeof(s));
 	s.buf = buf;
 	s.cap = sizeof(buf);
-	if (c->w->nodes[k].type != N_SCALAR || decode(c, k, &s) < 0)
+	if (c->w->nodes[k].type != KR_YAML_SCALAR || decode(c, k, &s) < 0)
 		return 0;
 	return s.len == n && memcmp(buf, key, n) == 0;
 }
@@ -1513,7 +605,7 @@ static int get(struct ctx *c, int m, const char *key, int *v)
 	int k, seen = -1;
 
 	*v = -1;
-	if (m < 0 || c->w->nodes[m].type != N_MAP)
+	if (m < 0 || c->w->nodes[m].type != KR_YAML_MAP)
 		return 0;
 	for (k = c->w->nodes[m].child; k >= 0; k = c->w->nodes[k].next) {
 		if (!key_is(c, k, key))
@@ -1531,16 +623,16 @@ static int get(struct ctx *c, int m, const char *key, int *v)
 /* Nonzero if v is absent or null (YAML: empty, ~, null; JSON: null). */
 static int is_null(const struct ctx *c, int v)
 {
-	const struct kr_kubeconfig_node *nd;
+	const struct kr_yaml_node *nd;
 	size_t n;
 	const char *s;
 
 	if (v < 0)
 		return 1;
 	nd = &c->w->nodes[v];
-	if (nd->type == N_NULL)
+	if (nd->type == KR_YAML_NULL)
 		return 1;
-	if (nd->type != N_SCALAR || STYLE(nd->style) != S_PLAIN)
+	if (nd->type != KR_YAML_SCALAR || KR_YAML_STYLE(nd->style) != KR_YAML_PLAIN)
 		return 0;
 	s = c->text + nd->start;
 	n = nd->end - nd->start;
@@ -1556,7 +648,7 @@ static int want_type(struct ctx *c, int v, int type, const struct owner *o, cons
 	if (is_null(c, v) || c->w->nodes[v].type == type)
 		return 0;
 	return fail(c, KR_EINVAL, c->key_line, "%s%s must be a %s", who(o, wb, sizeof(wb)), field,
-		    type == N_MAP ? "mapping" : "list");
+		    type == KR_YAML_MAP ? "mapping" : "list");
 }
 
 /* Field key of mapping m, which must be of the given type (or absent/null). */
@@ -1575,7 +667,7 @@ static int get_typed(struct ctx *c, int m, const char *key, int type, const stru
 static int get_str(struct ctx *c, int m, const char *field, char *out, size_t size,
 		   const struct owner *o, int *node)
 {
-	const struct kr_kubeconfig_node *nd;
+	const struct kr_yaml_node *nd;
 	struct sink k;
 	char wb[128];
 	int v, r;
@@ -1588,7 +680,7 @@ static int get_str(struct ctx *c, int m, const char *field, char *out, size_t si
 	if (r < 0 || is_null(c, v))
 		return r;
 	nd = &c->w->nodes[v];
-	if (nd->type != N_SCALAR || STYLE(nd->style) == S_JPRIM)
+	if (nd->type != KR_YAML_SCALAR || KR_YAML_STYLE(nd->style) == KR_YAML_JPRIM)
 		return fail(c, KR_EINVAL, c->key_line, "%s%s must be a string", who(o, wb, sizeof(wb)), field);
 	memset(&k, 0, sizeof(k));
 	if (out) {
@@ -1617,7 +709,7 @@ static int get_bool(struct ctx *c, int m, const char *field, int *out, const str
 					   "on", "On", "ON", "y", "Y" };
 	static const char *const no[] = { "false", "False", "FALSE", "no", "No", "NO",
 					  "off", "Off", "OFF", "n", "N" };
-	const struct kr_kubeconfig_node *nd;
+	const struct kr_yaml_node *nd;
 	char wb[128];
 	size_t n, i;
 	int v, r;
@@ -1628,15 +720,15 @@ static int get_bool(struct ctx *c, int m, const char *field, int *out, const str
 		return r;
 	nd = &c->w->nodes[v];
 	n = nd->end - nd->start;
-	if (nd->type == N_SCALAR && (STYLE(nd->style) == S_PLAIN || STYLE(nd->style) == S_JPRIM)) {
+	if (nd->type == KR_YAML_SCALAR && (KR_YAML_STYLE(nd->style) == KR_YAML_PLAIN || KR_YAML_STYLE(nd->style) == KR_YAML_JPRIM)) {
 		for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
 			if (strlen(yes[i]) == n && memcmp(c->text + nd->start, yes[i], n) == 0 &&
-			    (STYLE(nd->style) == S_PLAIN || i == 0)) {
+			    (KR_YAML_STYLE(nd->style) == KR_YAML_PLAIN || i == 0)) {
 				*out = 1;
 				return 0;
 			}
 			if (strlen(no[i]) == n && memcmp(c->text + nd->start, no[i], n) == 0 &&
-			    (STYLE(nd->style) == S_PLAIN || i == 0))
+			    (KR_YAML_STYLE(nd->style) == KR_YAML_PLAIN || i == 0))
 				return 0;
 		}
 	}
@@ -1651,7 +743,7 @@ static int get_data(struct ctx *c, int m, const char *field, int fill, unsigned 
 		    size_t *len, const struct owner *o)
 {
 	struct kr_kubeconfig_work *w = c->w;
-	const struct kr_kubeconfig_node *nd;
+	const struct kr_yaml_node *nd;
 	unsigned char probe[16];
 	struct sink k;
 	char wb[128];
@@ -1665,7 +757,7 @@ static int get_data(struct ctx *c, int m, const char *field, int fill, unsigned 
 	if (r < 0 || is_null(c, v))
 		return r;
 	nd = &w->nodes[v];
-	if (nd->type != N_SCALAR || STYLE(nd->style) == S_JPRIM)
+	if (nd->type != KR_YAML_SCALAR || KR_YAML_STYLE(nd->style) == KR_YAML_JPRIM)
 		return fail(c, KR_EINVAL, c->key_line, "%s%s must be a base64 string", who(o, wb, sizeof(wb)), field);
 	/* kubectl config view without --raw writes placeholders, valid base64 by chance. */
 	memset(&k, 0, sizeof(k));
@@ -1729,7 +821,7 @@ static int get_path(struct ctx *c, int m, const char *field, char *out, size_t s
 /* Each entry of a list: a mapping. */
 static int entry_ok(struct ctx *c, int item, const char *list)
 {
-	if (c->w->nodes[item].type == N_MAP)
+	if (c->w->nodes[item].type == KR_YAML_MAP)
 		return 0;
 	return fail(c, KR_EINVAL, line_of(c, item), "an entry of %s is not a mapping with name and %.*s",
 		    list, (int)strlen(list) - 1, list);
@@ -1741,7 +833,7 @@ static int read_cluster(struct ctx *c, int body, const struct owner *o, int fill
 	struct kr_kubeconfig *out = c->out;
 	int r, b = 0;
 
-	r = want_type(c, body, N_MAP, o, "cluster");
+	r = want_type(c, body, KR_YAML_MAP, o, "cluster");
 	if (r == 0)
 		r = get_str(c, body, "server", fill ? out->server : NULL, sizeof(out->server), o, NULL);
 	if (r == 0)
@@ -1758,7 +850,7 @@ static int read_cluster(struct ctx *c, int body, const struct owner *o, int fill
 	if (r == 0)
 		r = get_bool(c, body, "disable-compression", &b, o);
 	if (r == 0)
-		r = get_typed(c, body, "extensions", N_SEQ, o);
+		r = get_typed(c, body, "extensions", KR_YAML_SEQ, o);
 	return r;
 }
 
@@ -1768,7 +860,7 @@ static int read_user(struct ctx *c, int body, const struct owner *o, int fill)
 	static const char *const strs[] = { "as", "as-uid" };
 	int r, i;
 
-	r = want_type(c, body, N_MAP, o, "user");
+	r = want_type(c, body, KR_YAML_MAP, o, "user");
 	if (r == 0)
 		r = get_str(c, body, "token", fill ? out->token : NULL, sizeof(out->token), o, NULL);
 	if (r == 0)
@@ -1788,15 +880,15 @@ static int read_user(struct ctx *c, int body, const struct owner *o, int fill)
 	for (i = 0; r == 0 && i < 2; i++)
 		r = get_str(c, body, strs[i], NULL, 0, o, NULL);
 	if (r == 0)
-		r = get_typed(c, body, "exec", N_MAP, o);
+		r = get_typed(c, body, "exec", KR_YAML_MAP, o);
 	if (r == 0)
-		r = get_typed(c, body, "auth-provider", N_MAP, o);
+		r = get_typed(c, body, "auth-provider", KR_YAML_MAP, o);
 	if (r == 0)
-		r = get_typed(c, body, "as-groups", N_SEQ, o);
+		r = get_typed(c, body, "as-groups", KR_YAML_SEQ, o);
 	if (r == 0)
-		r = get_typed(c, body, "as-user-extra", N_MAP, o);
+		r = get_typed(c, body, "as-user-extra", KR_YAML_MAP, o);
 	if (r == 0)
-		r = get_typed(c, body, "extensions", N_SEQ, o);
+		r = get_typed(c, body, "extensions", KR_YAML_SEQ, o);
 	return r;
 }
 
@@ -1805,7 +897,7 @@ static int read_context(struct ctx *c, int body, const struct owner *o, int fill
 	struct kr_kubeconfig *out = c->out;
 	int r;
 
-	r = want_type(c, body, N_MAP, o, "context");
+	r = want_type(c, body, KR_YAML_MAP, o, "context");
 	if (r == 0)
 		r = get_str(c, body, "cluster", fill ? out->cluster : NULL, sizeof(out->cluster), o, NULL);
 	if (r == 0)
@@ -1813,7 +905,7 @@ static int read_context(struct ctx *c, int body, const struct owner *o, int fill
 	if (r == 0)
 		r = get_str(c, body, "namespace", fill ? out->ns : NULL, sizeof(out->ns), o, NULL);
 	if (r == 0)
-		r = get_typed(c, body, "extensions", N_SEQ, o);
+		r = get_typed(c, body, "extensions", KR_YAML_SEQ, o);
 	return r;
 }
 
@@ -1842,14 +934,14 @@ static int check_doc(struct ctx *c, int want_current)
 
 	if (is_null(c, root))
 		return 0;
-	if (c->w->nodes[root].type != N_MAP)
+	if (c->w->nodes[root].type != KR_YAML_MAP)
 		return fail(c, KR_EINVAL, line_of(c, root), "the top level is not a mapping (not a kubeconfig?)");
 	r = get_str(c, root, "current-context", want_current ? c->out->context : NULL,
 		    sizeof(c->out->context), NULL, NULL);
 	for (l = 0; r == 0 && l < 3; l++) {
 		r = get(c, root, lists[l], &v);
 		if (r == 0)
-			r = want_type(c, v, N_SEQ, NULL, lists[l]);
+			r = want_type(c, v, KR_YAML_SEQ, NULL, lists[l]);
 		if (r < 0 || is_null(c, v))
 			continue;
 		for (item = c->w->nodes[v].child; r == 0 && item >= 0; item = c->w->nodes[item].next) {
@@ -1884,7 +976,7 @@ static int find_named(struct ctx *c, int l, const char *name, int *body, unsigne
 	r = get(c, c->w->root, lists[l], &v);
 	if (r < 0)
 		return r;
-	if (v < 0 || c->w->nodes[v].type != N_SEQ)
+	if (v < 0 || c->w->nodes[v].type != KR_YAML_SEQ)
 		return 0;
 	for (item = c->w->nodes[v].child; item >= 0; item = c->w->nodes[item].next) {
 		if (get_str(c, item, "name", got, sizeof(got), NULL, NULL) < 0 || strcmp(got, name) != 0)

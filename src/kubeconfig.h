@@ -31,6 +31,7 @@
 
 #include "json.h"
 #include "kreflect_config.h"
+#include "yaml.h"
 
 /* Largest kubeconfig file read (each file of a KUBECONFIG list). */
 #ifndef KR_KUBECONFIG_MAX
@@ -112,17 +113,6 @@ struct kr_kubeconfig {
 	char password[KR_KUBECONFIG_SECRET_MAX];  /* secret */
 };
 
-/* One YAML node or converted JSON token. Private to kubeconfig.c. */
-struct kr_kubeconfig_node {
-	unsigned start, end;   /* scalar: its text (inside quotes; a block scalar's lines) */
-	unsigned line;         /* 1-based line where it starts */
-	unsigned indent;       /* block scalar: the indentation of its content */
-	int child;             /* mapping: first key; key: its value; sequence: first item */
-	int next;              /* next key or item of the same parent; -1 after the last */
-	unsigned char type;
-	unsigned char style;   /* scalar style, and a block scalar's chomping */
-};
-
 /*
  * The caller's work area: large (about 650 KiB with the defaults), usually
  * static. It must outlive every use of the answer's data pointers. The fields
@@ -130,7 +120,7 @@ struct kr_kubeconfig_node {
  */
 struct kr_kubeconfig_work {
 	char file[KR_KUBECONFIG_MAX];             /* the file being read */
-	struct kr_kubeconfig_node nodes[KR_KUBECONFIG_NODES];
+	struct kr_yaml_node nodes[KR_KUBECONFIG_NODES];   /* the tree (yaml.h) */
 	kr_json_tok toks[KR_KUBECONFIG_NODES];
 	unsigned char data[KR_KUBECONFIG_DATA_MAX];
 	char path[KR_KUBECONFIG_PATH_MAX];        /* the KUBECONFIG list entry being read */

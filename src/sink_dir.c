@@ -1,3 +1,9 @@
+/*
+ * The directory sink's objects as files (sink_dir.h): the no-follow file
+ * system walk from the root, writing and removing files, an object's data
+ * keys mapped to files, and the sink's public calls. Which names are allowed
+ * and the manifest of the files kreflect owns are dir_manifest.c's.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
@@ -7,17 +13,8 @@
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
+#include "dir_manifest.h"
 #include "sink_dir.h"
-
-#define F_SEEN 1u  /* wanted by an event since init; loaded entries are not, yet */
-#define F_DEAD 2u  /* removed; its names wait for compaction */
-#define F_TODO 4u  /* claimed by the current event, not written yet */
-#define F_NEW 8u   /* added by the current event: undone if the manifest cannot say so */
-
-#define TMP_PREFIX ".kreflect-tmp-"
-#define RESERVED_PREFIX ".kreflect"
-#define TMP_TRIES 8
-#define SHOWN_PATH 160  /* longest path shown in a log line, with its NUL */
 
 enum kind { KIND_OTHER, KIND_CONFIGMAP, KIND_SECRET };
 
@@ -32,604 +29,6 @@ struct obj {
 	char dir[KR_DIRSINK_PATH_MAX];   /* directory of its files, relative to the root */
 	char file[2 * KR_DIRSINK_NAME_MAX + 8];  /* KIND_OTHER: its one file's name */
 };
-
-/* --- names --------------------------------------------------------------------------- */
-
-static uint32_t hash_add(uint32_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-static uint32_t owner_hash(const char *res, const char *key)
-{
-	return hash_add(hash_add(2166136261u, res) * 16777619u, key);
-}
-
-static uint32_t path_hash(const char *path)
-{
-	return hash_add(2166136261u, path);
-}
-
-static int has_control(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return 1;
-	return 0;
-}
-
-/* Why s[0..len) cannot be a file name, or NULL if it can. */
-static const char *bad_name(const char *s, size_t len)
-{
-	if (len == 0)
-		return "empty";
-	if (len > KR_DIRSINK_NAME_MAX)
-		return "longer than 255 bytes";
-	if (strlen(s) != len)
-		return "contains a NUL byte";
-	if (strchr(s, '/'))
-		return "contains '/'";
-	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return "is '.' or '..'";
-	if (strncmp(s, RESERVED_PREFIX, sizeof(RESERVED_PREFIX) - 1) == 0)
-		return "starts with the reserved '" RESERVED_PREFIX "'";
-	if (has_control(s))
-		return "contains a control character";
-	return NULL;
-}
-
-/*
- * Copies a relative path src into out, dropping empty and "." components.
- * Returns NULL, or why src is refused: absolute, "..", a bad component.
- */
-static const char *normalize_dir(const char *src, char *out, size_t size)
-{
-	size_t n = 0;
-
-	out[0] = '\0';
-	if (src[0] == '/')
-		return "is an absolute path";
-	while (*src) {
-		const char *end = strchr(src, '/');
-		size_t len = end ? (size_t)(end - src) : strlen(src);
-		char comp[KR_DIRSINK_NAME_MAX + 1];
-		const char *why;
-
-		if (len == 0 || (len == 1 && src[0] == '.')) {
-			src += len + (end ? 1 : 0);
-			continue;
-		}
-		if (len == 2 && src[0] == '.' && src[1] == '.')
-			return "contains a '..' component";
-		if (len > KR_DIRSINK_NAME_MAX)
-			return "has a component longer than 255 bytes";
-		memcpy(comp, src, len);
-		comp[len] = '\0';
-		why = bad_name(comp, len);
-		if (why)
-			return why;
-		if (n + (n ? 1 : 0) + len + 1 > size)
-			return "is too long";
-		if (n)
-			out[n++] = '/';
-		memcpy(out + n, comp, len + 1);
-		n += len;
-		src += len + (end ? 1 : 0);
-	}
-	return NULL;
-}
-
-/* A manifest path: relative, every component a file name. Nonzero if good. */
-static int good_rel(const char *rel)
-{
-	char norm[KR_DIRSINK_PATH_MAX];
-
-	return rel[0] && !normalize_dir(rel, norm, sizeof(norm)) && strcmp(norm, rel) == 0;
-}
-
-/* out = a "/" b, or b alone when a is "". Returns 0, or KR_ETOOBIG. */
-static int join(char *out, size_t size, const char *a, const char *b)
-{
-	int n = a[0] ? kr_snprintf(out, size, "%s/%s", a, b) : kr_snprintf(out, size, "%s", b);
-
-	return n < 0 || (size_t)n >= size ? KR_ETOOBIG : 0;
-}
-
-/* The directory part of path (up to its last '/'), or "" if it has none. */
-static void dirname_of(const char *path, char *out, size_t size)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 0;
-
-	if (n >= size)
-		n = size - 1;
-	memcpy(out, path, n);
-	out[n] = '\0';
-}
-
-/* The last component of path. */
-static const char *basename_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-/* s[0..len) made fit for a log line: control bytes as '?', cut at 64 with "...". */
-static const char *printable(char *out, size_t size, const char *s, size_t len)
-{
-	size_t i, n = 0, max = size > 4 ? size - 4 : 0;
-
-	for (i = 0; i < len && n < max && i < 64; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		out[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	if (i < len && size >= 4) {
-		memcpy(out + n, "...", 3);
-		n += 3;
-	}
-	out[n] = '\0';
-	return out;
-}
-
-/*
- * A path short enough for a log line that names the object after it (a line
- * is cut at KR_LOG_LINE_MAX): the middle of a long one becomes "...".
- * Returns path itself when it is short, else out.
- */
-static const char *short_path(char (*out)[SHOWN_PATH], const char *path)
-{
-	size_t len = strlen(path), head = (SHOWN_PATH - 4) / 3, tail = SHOWN_PATH - 4 - head;
-
-	if (len < SHOWN_PATH)
-		return path;
-	memcpy(*out, path, head);
-	memcpy(*out + head, "...", 3);
-	memcpy(*out + head + 3, path + len - tail, tail + 1);
-	return *out;
-}
-
-/* --- the manifest in memory ------------------------------------------------------------ */
-
-static const char *e_res(const struct kr_dirsink *d, const struct kr_dirsink_entry *e)
-{
-	return d->names + e->off;
-}
-
-static const char *e_key(const struct kr_dirsink *d, const struct kr_dirsink_entry *e)
-{
-	const char *r = e_res(d, e);
-
-	return r + strlen(r) + 1;
-}
-
-static const char *e_path(const struct kr_dirsink *d, const struct kr_dirsink_entry *e)
-{
-	const char *k = e_key(d, e);
-
-	return k + strlen(k) + 1;
-}
-
-static int owned_by(const struct kr_dirsink *d, const struct kr_dirsink_entry *e, uint32_t oh,
-		    const char *res, const char *key)
-{
-	return !(e->flags & F_DEAD) && e->owner_hash == oh && strcmp(e_res(d, e), res) == 0 &&
-	       strcmp(e_key(d, e), key) == 0;
-}
-
-static struct kr_dirsink_entry *find_path(struct kr_dirsink *d, const char *rel)
-{
-	uint32_t h = path_hash(rel);
-	size_t i;
-
-	for (i = 0; i < d->nentries; i++) {
-		struct kr_dirsink_entry *e = &d->entries[i];
-
-		if (!(e->flags & F_DEAD) && e->path_hash == h && strcmp(e_path(d, e), rel) == 0)
-			return e;
-	}
-	return NULL;
-}
-
-static void drop_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e)
-{
-	e->flags |= F_DEAD;
-	d->nlive--;
-	d->names_garbage += e->len;
-}
-
-/* Slides the live entries and their names down over the dead ones. */
-static void compact_names(struct kr_dirsink *d)
-{
-	size_t i, j = 0, used = 0;
-
-	for (i = 0; i < d->nentries; i++) {
-		struct kr_dirsink_entry e = d->entries[i];
-
-		if (e.flags & F_DEAD)
-			continue;
-		memmove(d->names + used, d->names + e.off, e.len);
-		e.off = (uint32_t)used;
-		used += e.len;
-		d->entries[j++] = e;
-	}
-	d->nentries = j;
-	d->names_used = used;
-	d->names_garbage = 0;
-}
-
-/*
- * Adds an entry (pointers to entries are stale after). Returns it, or NULL
- * when the manifest is full.
- */
-static struct kr_dirsink_entry *add_entry(struct kr_dirsink *d, const char *res, const char *key,
-					  const char *rel, uint32_t flags)
-{
-	size_t lr = strlen(res) + 1, lk = strlen(key) + 1, lp = strlen(rel) + 1;
-	size_t need = lr + lk + lp;
-	struct kr_dirsink_entry *e;
-
-	if (d->nlive >= d->max_files)
-		return NULL;
-	/*
-	 * Also as soon as the dead outweigh the live: a long run of changes
-	 * would otherwise walk through the whole (static) manifest before the
-	 * first compaction and leave every page of it resident (make soak).
-	 */
-	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names) ||
-	    d->nentries - d->nlive > d->nlive + 64 ||
-	    d->names_garbage > d->names_used - d->names_garbage + 4096)
-		compact_names(d);
-	if (d->nentries == KR_DIRSINK_MAX_FILES || d->names_used + need > sizeof(d->names))
-		return NULL;
-	e = &d->entries[d->nentries++];
-	e->off = (uint32_t)d->names_used;
-	e->len = (uint32_t)need;
-	memcpy(d->names + d->names_used, res, lr);
-	memcpy(d->names + d->names_used + lr, key, lk);
-	memcpy(d->names + d->names_used + lr + lk, rel, lp);
-	d->names_used += need;
-	e->owner_hash = owner_hash(res, key);
-	e->path_hash = path_hash(rel);
-	e->stamp = d->stamp;
-	e->flags = flags;
-	d->nlive++;
-	return e;
-}
-
-/* --- the manifest on disk --------------------------------------------------------------- */
-
-static int manifest_path(const struct kr_dirsink *d, char *out, size_t size)
-{
-	return join(out, size, d->root, KR_DIRSINK_MANIFEST);
-}
-
-/* Appends one line of fields (tab-separated) to buf[*len..size); 0 or KR_ENOSPC. */
-static int put_line(char *buf, size_t *len, size_t size, const char *const *fields, int n)
-{
-	size_t at = *len;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		size_t l = strlen(fields[i]);
-
-		if (at + l + 1 > size)
-			return KR_ENOSPC;
-		memcpy(buf + at, fields[i], l);
-		at += l;
-		buf[at++] = i + 1 < n ? '\t' : '\n';
-	}
-	*len = at;
-	return 0;
-}
-
-/*
- * Creates a temporary file in directory dirfd for base, trying a few numbers.
- * Returns the descriptor (its name in tmp) or a negative KR_E code.
- */
-static int create_tmp(struct kr_dirsink *d, int dirfd, const char *base, unsigned mode,
-		      char *tmp, size_t size)
-{
-	int i, fd = KR_EINVAL;
-
-	for (i = 0; i < TMP_TRIES && fd == KR_EINVAL; i++) {
-		int n = kr_snprintf(tmp, size, TMP_PREFIX "%.200s-%lu", base, d->tmp_seq++);
-
-		if (n < 0 || (size_t)n >= size)
-			return KR_ETOOBIG;
-		fd = kr_port_fs_create_at(dirfd, tmp, mode);
-	}
-	return fd;
-}
-
-/*
- * Writes buf[0..len) to fd, syncs it (with sync) and closes it; on failure
- * removes tmp from dirfd. 0 or KR_EIO.
- */
-static int finish_tmp(int dirfd, int fd, const char *tmp, const void *buf, size_t len, int sync)
-{
-	int r = kr_port_fs_write(fd, buf, len);
-
-	if (r == 0 && sync)
-		r = kr_port_fs_sync(fd);
-	if (kr_port_fs_close(fd) < 0 && r == 0)
-		r = KR_EIO;
-	if (r < 0)
-		kr_port_fs_unlink_at(dirfd, tmp);
-	return r;
-}
-
-/*
- * Rewrites the whole manifest from memory, atomically; pending journal lines
- * are part of memory, so they are dropped once it is written. Returns 0 or
- * KR_EIO (logged; the journal is kept and d->rewrite set to try again).
- */
-static int manifest_write(struct kr_dirsink *d)
-{
-	char path[KR_DIRSINK_PATH_MAX], tmp[KR_DIRSINK_NAME_MAX + 1];
-	const char *header = KR_DIRSINK_MANIFEST_HEADER "\n";
-	size_t i, len;
-	int fd, r = 0;
-
-	d->rewrite = 1;
-	if (manifest_path(d, path, sizeof(path)) < 0)
-		return KR_EIO;
-	fd = create_tmp(d, d->rootfd, "manifest", KR_DIRSINK_MANIFEST_MODE, tmp, sizeof(tmp));
-	if (fd < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s: %s", path,
-		       fd == KR_EINVAL ? "no free temporary file name" : kr_port_fs_error());
-		return KR_EIO;
-	}
-	len = strlen(header);
-	memcpy(d->chunk, header, len);
-	for (i = 0; i < d->nentries && r == 0; i++) {
-		const struct kr_dirsink_entry *e = &d->entries[i];
-		const char *f[4];
-
-		if (e->flags & F_DEAD)
-			continue;
-		f[0] = "+";
-		f[1] = e_res(d, e);
-		f[2] = e_key(d, e);
-		f[3] = e_path(d, e);
-		if (put_line(d->chunk, &len, sizeof(d->chunk), f, 4) == 0)
-			continue;
-		r = kr_port_fs_write(fd, d->chunk, len);
-		len = 0;
-		if (r == 0 && put_line(d->chunk, &len, sizeof(d->chunk), f, 4) < 0)
-			r = KR_EIO;  /* cannot happen: the chunk holds a longest line */
-	}
-	if (r < 0) {
-		kr_port_fs_close(fd);
-		kr_port_fs_unlink_at(d->rootfd, tmp);
-	} else {
-		/* Always durable before the rename, also in batch mode: it is the record of ownership. */
-		r = finish_tmp(d->rootfd, fd, tmp, d->chunk, len, 1);
-	}
-	if (r == 0 && kr_port_fs_rename_at(d->rootfd, tmp, d->rootfd, KR_DIRSINK_MANIFEST) < 0) {
-		kr_port_fs_unlink_at(d->rootfd, tmp);
-		r = KR_EIO;
-	}
-	if (r == 0)
-		r = kr_port_fs_sync(d->rootfd);
-	if (r < 0) {
-		kr_log(KR_LOG_ERROR, "unable to write %s: %s", path, kr_port_fs_error());
-		return KR_EIO;
-	}
-	d->rewrite = 0;
-	d->jlen = 0;
-	d->jlines = 0;
-	d->manifest_lines = d->nlive;
-	return 0;
-}
-
-/*
- * Appends the pending journal lines to the manifest and syncs it (or rewrites
- * it whole when that is due). Returns 0 or KR_EIO (logged; lines kept).
- */
-static int journal_flush(struct kr_dirsink *d)
-{
-	char path[KR_DIRSINK_PATH_MAX];
-	int fd, r;
-
-	if (d->rewrite)
-		return manifest_write(d);
-	if (d->jlen == 0)
-		return 0;
-	if (manifest_path(d, path, sizeof(path)) < 0)
-		return KR_EIO;
-	fd = kr_port_fs_open_append_at(d->rootfd, KR_DIRSINK_MANIFEST);
-	if (fd == KR_ENOENT)
-		return manifest_write(d);  /* removed under us: write it whole */
-	if (fd < 0) {
-		kr_log(KR_LOG_ERROR, "unable to append to %s: %s", path, kr_port_fs_error());
-		return KR_EIO;
-	}
-	r = kr_port_fs_write(fd, d->journal, d->jlen);
-	/* Batch mode: the flush's sync makes the lines durable before any file they own appears. */
-	if (r == 0 && !d->batch)
-		r = kr_port_fs_sync(fd);
-	if (r == 0 && d->batch)
-		d->unsynced = 1;
-	if (kr_port_fs_close(fd) < 0 && r == 0)
-		r = KR_EIO;
-	if (r < 0) {
-		/* Part of the lines may be in: a whole rewrite is the way back to a known state. */
-		kr_log(KR_LOG_ERROR, "unable to append to %s: %s", path, kr_port_fs_error());
-		d->rewrite = 1;
-		return KR_EIO;
-	}
-	d->manifest_lines += d->jlines;
-	d->jlen = 0;
-	d->jlines = 0;
-	/* Keeps the journal under twice the live entries: amortised O(1) per change. */
-	if (d->manifest_lines > 2 * d->nlive + 64)
-		return manifest_write(d);
-	return 0;
-}
-
-/* Queues a manifest line ("+" res key path or "-" path). Returns 0 or KR_EIO. */
-static int journal_add(struct kr_dirsink *d, const char *op, const char *res, const char *key,
-		       const char *rel)
-{
-	const char *f[4];
-	int n = 0;
-
-	f[n++] = op;
-	if (res) {
-		f[n++] = res;
-		f[n++] = key;
-	}
-	f[n++] = rel;
-	if (put_line(d->journal, &d->jlen, sizeof(d->journal), f, n) < 0) {
-		if (journal_flush(d) < 0)
-			return KR_EIO;
-		if (put_line(d->journal, &d->jlen, sizeof(d->journal), f, n) < 0)
-			return KR_EIO;
-	}
-	d->jlines++;
-	return 0;
-}
-
-/* Applies one manifest line at load. Returns 0, or -1 if the line is not one. */
-static int load_line(struct kr_dirsink *d, char *line)
-{
-	char *f[4];
-	int n = 0;
-
-	f[n++] = line;
-	for (; *line; line++) {
-		if (*line != '\t')
-			continue;
-		if (n == 4)
-			return -1;
-		*line = '\0';
-		f[n++] = line + 1;
-	}
-	if (n == 2 && strcmp(f[0], "-") == 0) {
-		struct kr_dirsink_entry *e = find_path(d, f[1]);
-
-		if (e)
-			drop_entry(d, e);
-		return 0;
-	}
-	if (n != 4 || strcmp(f[0], "+") != 0)
-		return -1;
-	if (!f[1][0] || strlen(f[1]) >= KR_DIRSINK_RES_MAX || has_control(f[1]))
-		return -1;
-	if (!f[2][0] || strlen(f[2]) >= KR_KEY_MAX || has_control(f[2]) || !good_rel(f[3]))
-		return -1;
-	{
-		struct kr_dirsink_entry *e = find_path(d, f[3]);
-
-		if (e)
-			drop_entry(d, e);
-	}
-	if (!add_entry(d, f[1], f[2], f[3], 0)) {
-		kr_log(KR_LOG_ERROR, "unable to load the manifest entry of %s: the manifest is full "
-		       "(%d files); kreflect will not remove that file", f[3],
-		       (int)KR_DIRSINK_MAX_FILES);
-		d->stats.errors++;
-	}
-	return 0;
-}
-
-/*
- * Reads the manifest into memory. Returns 0 (with *rewrite set if the file
- * should be rewritten: missing, removed entries, bad lines), or an error.
- */
-static int manifest_load(struct kr_dirsink *d, int *rewrite, char *err, size_t errlen)
-{
-	char path[KR_DIRSINK_PATH_MAX];
-	size_t ll = 0, lines = 0, bad = 0, total = 0, max = d->max_files, j;
-	int fd, overlong = 0, header = 0;
-	long n;
-
-	if (manifest_path(d, path, sizeof(path)) < 0) {
-		kr_snprintf(err, errlen, "unable to use %s: the path is too long", d->root);
-		return KR_EINVAL;
-	}
-	fd = kr_port_fs_open_read_at(d->rootfd, KR_DIRSINK_MANIFEST);
-	if (fd == KR_ENOENT) {
-		*rewrite = 1;
-		return 0;
-	}
-	if (fd < 0) {
-		kr_snprintf(err, errlen, "unable to read %s: %s", path,
-			 fd == KR_EINVAL ? "not a regular file" : kr_port_fs_error());
-		return fd == KR_EINVAL ? KR_EINVAL : KR_EIO;
-	}
-	/* The journal's history may pass this run's bound; only what is left counts. */
-	d->max_files = KR_DIRSINK_MAX_FILES;
-	while ((n = kr_port_fs_read(fd, d->chunk, sizeof(d->chunk))) > 0) {
-		long i;
-
-		total += (size_t)n;
-		for (i = 0; i < n; i++) {
-			char c = d->chunk[i];
-
-			if (c != '\n') {
-				if (ll < KR_DIRSINK_LINE_MAX)
-					d->buf[ll++] = c;
-				else
-					overlong = 1;
-				continue;
-			}
-			d->buf[ll] = '\0';
-			if (!header) {
-				if (strcmp(d->buf, KR_DIRSINK_MANIFEST_HEADER) != 0) {
-					kr_port_fs_close(fd);
-					d->max_files = max;
-					kr_snprintf(err, errlen, "unable to read %s: not a kreflect "
-						 "manifest (first line is not \"%s\")", path,
-						 KR_DIRSINK_MANIFEST_HEADER);
-					return KR_EPROTO;
-				}
-				header = 1;
-			} else if (overlong || load_line(d, d->buf) < 0) {
-				bad++;
-			} else {
-				lines++;
-			}
-			ll = 0;
-			overlong = 0;
-		}
-	}
-	kr_port_fs_close(fd);
-	d->max_files = max;
-	if (n < 0) {
-		kr_snprintf(err, errlen, "unable to read %s: %s", path, kr_port_fs_error());
-		return KR_EIO;
-	}
-	if (!header && total > 0) {
-		/* Never written by kreflect, whose first write of it is whole and renamed. */
-		kr_snprintf(err, errlen, "unable to read %s: not a kreflect manifest", path);
-		return KR_EPROTO;
-	}
-	for (j = d->nentries; j-- > 0 && d->nlive > max;) {
-		struct kr_dirsink_entry *e = &d->entries[j];
-
-		if (e->flags & F_DEAD)
-			continue;
-		kr_log(KR_LOG_ERROR, "unable to keep the manifest entry of %s: the manifest is full "
-		       "(%zu files); kreflect will not remove that file", e_path(d, e), max);
-		d->stats.errors++;
-		drop_entry(d, e);
-		*rewrite = 1;
-	}
-	if (ll > 0 || overlong)
-		bad++;  /* a last line cut by a crash during an append */
-	if (bad)
-		kr_log(KR_LOG_WARN, "%s: ignored %zu unreadable lines", path, bad);
-	if (bad || !header || lines != d->nlive)
-		*rewrite = 1;
-	d->manifest_lines = lines;
-	return 0;
-}
-
 /* --- files ------------------------------------------------------------------------------- */
 
 static void note_change(struct kr_dirsink *d, const char *rel)
@@ -753,7 +152,7 @@ static void cancel_pending(struct kr_dirsink *d, const char *rel)
 	for (i = 0; i < d->npending; i++) {
 		if (strcmp(d->pending[i].rel, rel) != 0)
 			continue;
-		dirname_of(rel, dir, sizeof(dir));
+		kr_dir_dirname(rel, dir, sizeof(dir));
 		fd = open_rel_dir(d, dir, 0);
 		if (fd >= 0)
 			kr_port_fs_unlink_at(fd, d->pending[i].tmp);
@@ -777,10 +176,10 @@ static int make_dirs(struct kr_dirsink *d, const char *rel, const struct obj *o)
 
 	if (fd == KR_EINVAL)
 		kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: something other than a "
-		       "directory is there", short_path(&sp, rel), o->ev->resource, o->ev->key);
+		       "directory is there", kr_dir_short_path(&sp, rel), o->ev->resource, o->ev->key);
 	else if (fd < 0)
-		kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s", short_path(&sp, rel),
-		       o->ev->resource, o->ev->key,
+		kr_log(KR_LOG_ERROR, "unable to create directory %s for %s %s: %s",
+		       kr_dir_short_path(&sp, rel), o->ev->resource, o->ev->key,
 		       fd == KR_ETOOBIG ? "a name is too long" : kr_port_fs_error());
 	return fd;
 }
@@ -827,7 +226,7 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 		      const char *base, const char *buf, size_t len, unsigned mode)
 {
 	char tmp[KR_DIRSINK_NAME_MAX + 1], sp[SHOWN_PATH];
-	const char *shown = short_path(&sp, rel);
+	const char *shown = kr_dir_short_path(&sp, rel);
 	struct kr_fs_stat st;
 	int dfd, fd, r, batched;
 
@@ -852,7 +251,7 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	}
 	if (d->batch && d->npending == KR_DIRSINK_BATCH_FILES)
 		kr_dirsink_flush(d);
-	fd = create_tmp(d, dfd, base, mode, tmp, sizeof(tmp));
+	fd = kr_dir_create_tmp(d, dfd, base, mode, tmp, sizeof(tmp));
 	if (fd < 0) {
 		cannot_write(shown, o->ev, "%s", fd == KR_EINVAL ? "no free temporary file name"
 			     : fd == KR_ETOOBIG ? "the path is too long" : kr_port_fs_error());
@@ -864,7 +263,7 @@ static int write_file(struct kr_dirsink *d, const struct obj *o, const char *rel
 	 */
 	batched = d->batch && d->rootdev_known && kr_port_fs_stat_at(dfd, tmp, &st) == 0 &&
 		  st.dev == d->rootdev;
-	r = finish_tmp(dfd, fd, tmp, buf, len, !batched);
+	r = kr_dir_finish_tmp(dfd, fd, tmp, buf, len, !batched);
 	if (r == 0 && batched) {
 		struct kr_dirsink_pending *p = &d->pending[d->npending++];
 
@@ -911,7 +310,7 @@ static void dir_removed(struct kr_dirsink *d, const char *rel)
 
 	if (d->syncdir_set && strcmp(d->syncdir, rel) == 0)
 		d->syncdir_set = 0;
-	dirname_of(rel, parent, sizeof(parent));
+	kr_dir_dirname(rel, parent, sizeof(parent));
 	dir_dirty(d, parent);
 }
 
@@ -921,11 +320,11 @@ static int remove_dir(struct kr_dirsink *d, const char *rel)
 	char parent[KR_DIRSINK_PATH_MAX];
 	int fd, r;
 
-	dirname_of(rel, parent, sizeof(parent));
+	kr_dir_dirname(rel, parent, sizeof(parent));
 	fd = open_rel_dir(d, parent, 0);
 	if (fd < 0)
 		return fd;
-	r = kr_port_fs_rmdir_at(fd, basename_of(rel));
+	r = kr_port_fs_rmdir_at(fd, kr_dir_basename(rel));
 	close_dir(d, fd);
 	return r;
 }
@@ -939,17 +338,17 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 {
 	char dir[KR_DIRSINK_PATH_MAX], rel[KR_DIRSINK_PATH_MAX];
 	char sp[SHOWN_PATH];
-	const char *res = e_res(d, e), *key = e_key(d, e), *shown, *base;
+	const char *res = kr_dir_entry_res(d, e), *key = kr_dir_entry_key(d, e), *shown, *base;
 	struct kr_fs_stat st;
 	size_t dl, kl;
 	int r, dfd;
 
-	kr_snprintf(rel, sizeof(rel), "%s", e_path(d, e));
-	shown = short_path(&sp, rel);
-	base = basename_of(rel);
+	kr_snprintf(rel, sizeof(rel), "%s", kr_dir_entry_path(d, e));
+	shown = kr_dir_short_path(&sp, rel);
+	base = kr_dir_basename(rel);
 	if (d->batch)
 		cancel_pending(d, rel);
-	dirname_of(rel, dir, sizeof(dir));
+	kr_dir_dirname(rel, dir, sizeof(dir));
 	dfd = open_rel_dir(d, dir, 0);
 	r = dfd < 0 ? dfd : 0;
 	if (r == KR_EIO || r == KR_ETOOBIG || (r == 0 && kr_port_fs_stat_at(dfd, base, &st) < 0)) {
@@ -993,8 +392,8 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 	 * res and key stay readable, as names only move in add_entry. The line
 	 * comes after the file is gone: a crash between leaves a harmless entry.
 	 */
-	drop_entry(d, e);
-	if (journal_add(d, "-", NULL, NULL, rel) < 0)
+	kr_dir_drop_entry(d, e);
+	if (kr_dir_journal_add(d, "-", NULL, NULL, rel) < 0)
 		d->stats.errors++;
 	dir_dirty(d, dir);
 
@@ -1007,7 +406,7 @@ static void remove_entry(struct kr_dirsink *d, struct kr_dirsink_entry *e, const
 	if (remove_dir(d, dir) < 0)
 		return;  /* not empty, most likely: other files of the object or someone's */
 	dir_removed(d, dir);
-	dirname_of(dir, rel, sizeof(rel));
+	kr_dir_dirname(dir, rel, sizeof(rel));
 	if (rel[0] && remove_dir(d, rel) == 0)
 		dir_removed(d, rel);
 }
@@ -1029,22 +428,23 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 	struct kr_fs_stat st;
 	int dfd, r;
 
-	if (join(rel, sizeof(rel), o->dir, base) < 0 || join(full, sizeof(full), d->root, rel) < 0) {
+	if (kr_dir_join(rel, sizeof(rel), o->dir, base) < 0 ||
+	    kr_dir_join(full, sizeof(full), d->root, rel) < 0) {
 		char whole[2 * KR_DIRSINK_PATH_MAX];
 
 		/* base is at most 2 names and o->dir shorter than a path: it fits. */
 		kr_snprintf(whole, sizeof(whole), "%s%s%s", o->dir, o->dir[0] ? "/" : "", base);
-		cannot_write(short_path(&sp, whole), ev, "the path is longer than %d bytes",
+		cannot_write(kr_dir_short_path(&sp, whole), ev, "the path is longer than %d bytes",
 			     (int)KR_DIRSINK_PATH_MAX - 1);
 		d->stats.errors++;
 		return;
 	}
-	shown = short_path(&sp, rel);
-	e = find_path(d, rel);
-	if (e && !owned_by(d, e, o->owner_hash, ev->resource, ev->key)) {
+	shown = kr_dir_short_path(&sp, rel);
+	e = kr_dir_find_path(d, rel);
+	if (e && !kr_dir_owned_by(d, e, o->owner_hash, ev->resource, ev->key)) {
 		/* Names both; an owner's key is "namespace/name", never a secret. */
-		cannot_write(shown, ev, "conflict: %s %s writes it; the first owner keeps it", e_res(d, e),
-			     e_key(d, e));
+		cannot_write(shown, ev, "conflict: %s %s writes it; the first owner keeps it",
+			     kr_dir_entry_res(d, e), kr_dir_entry_key(d, e));
 		d->stats.conflicts++;
 		return;
 	}
@@ -1074,15 +474,15 @@ static void claim(struct kr_dirsink *d, const struct obj *o, const char *base)
 		d->stats.conflicts++;
 		return;
 	}
-	e = add_entry(d, ev->resource, ev->key, rel, F_SEEN | F_TODO | F_NEW);
+	e = kr_dir_add_entry(d, ev->resource, ev->key, rel, F_SEEN | F_TODO | F_NEW);
 	if (!e) {
 		cannot_write(shown, ev, "the manifest is full (%zu files)", d->max_files);
 		d->stats.errors++;
 		return;
 	}
 	/* journal_add may rewrite the manifest, which reads entries but never moves them. */
-	if (journal_add(d, "+", ev->resource, ev->key, rel) < 0) {
-		drop_entry(d, e);
+	if (kr_dir_journal_add(d, "+", ev->resource, ev->key, rel) < 0) {
+		kr_dir_drop_entry(d, e);
 		d->stats.errors++;
 	}
 }
@@ -1093,11 +493,11 @@ static struct kr_dirsink_entry *claimed(struct kr_dirsink *d, const struct obj *
 {
 	struct kr_dirsink_entry *e;
 
-	if (join(rel, size, o->dir, base) < 0)
+	if (kr_dir_join(rel, size, o->dir, base) < 0)
 		return NULL;
-	e = find_path(d, rel);
+	e = kr_dir_find_path(d, rel);
 	if (!e || !(e->flags & F_TODO) || e->stamp != d->stamp ||
-	    !owned_by(d, e, o->owner_hash, o->ev->resource, o->ev->key))
+	    !kr_dir_owned_by(d, e, o->owner_hash, o->ev->resource, o->ev->key))
 		return NULL;
 	e->flags &= ~F_TODO;
 	return e;
@@ -1108,8 +508,8 @@ static void unclaim(struct kr_dirsink *d, struct kr_dirsink_entry *e)
 {
 	if (!(e->flags & F_NEW))
 		return;  /* an old file stays as it was */
-	drop_entry(d, e);
-	if (journal_add(d, "-", NULL, NULL, e_path(d, e)) < 0)
+	kr_dir_drop_entry(d, e);
+	if (kr_dir_journal_add(d, "-", NULL, NULL, kr_dir_entry_path(d, e)) < 0)
 		d->stats.errors++;
 }
 
@@ -1134,7 +534,7 @@ static const char *sidecar_name(const struct kr_dirsink *d, const struct obj *o,
 	if (n < 0 || (size_t)n > KR_DIRSINK_NAME_MAX || (size_t)n >= size)
 		return "its unique file name (UNIQUE_FILENAMES) is longer than 255 bytes";
 	memcpy(key, name, (size_t)n + 1);
-	return bad_name(key, (size_t)n);
+	return kr_dir_bad_name(key, (size_t)n);
 }
 
 /* One data key (token k, value k + 1) of a ConfigMap or Secret, in one phase. */
@@ -1151,11 +551,11 @@ static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base6
 	long vlen;
 
 	why = len == KR_ETOOBIG ? "longer than 255 bytes" : len < 0 ? "not a valid string"
-								  : bad_name(key, (size_t)len);
+								  : kr_dir_bad_name(key, (size_t)len);
 	if (!why)
 		why = sidecar_name(d, o, key, sizeof(key));
 	if (phase == CLAIM) {
-		printable(shown, sizeof(shown), json + t[k].start, (size_t)(t[k].end - t[k].start));
+		kr_dir_printable(shown, sizeof(shown), json + t[k].start, (size_t)(t[k].end - t[k].start));
 		if (!why && (k + 1 >= o->ntoks || t[k + 1].type != KR_JSON_T_STRING))
 			why = "its value is not a string";
 		if (why) {
@@ -1176,7 +576,7 @@ static void data_key(struct kr_dirsink *d, const struct obj *o, int k, int base6
 		/* The value itself is never logged: it may be a secret. */
 		char sp[SHOWN_PATH];
 
-		cannot_write(short_path(&sp, rel), o->ev, "the value is not valid %s",
+		cannot_write(kr_dir_short_path(&sp, rel), o->ev, "the value is not valid %s",
 			     base64 ? "base64" : "JSON text");
 		d->stats.errors++;
 		unclaim(d, e);
@@ -1232,7 +632,7 @@ static void keep_all(struct kr_dirsink *d, const struct kr_event *ev, uint32_t o
 	size_t i;
 
 	for (i = 0; i < d->nentries; i++)
-		if (owned_by(d, &d->entries[i], oh, ev->resource, ev->key))
+		if (kr_dir_owned_by(d, &d->entries[i], oh, ev->resource, ev->key))
 			d->entries[i].flags |= F_SEEN;
 }
 
@@ -1248,8 +648,8 @@ static const char *split_key(struct obj *o)
 	memcpy(o->ns, key, nl);
 	o->ns[nl] = '\0';
 	kr_snprintf(o->name, sizeof(o->name), "%s", name);
-	if ((slash && (why = bad_name(o->ns, nl)) != NULL) ||
-	    (why = bad_name(o->name, strlen(o->name))) != NULL)
+	if ((slash && (why = kr_dir_bad_name(o->ns, nl)) != NULL) ||
+	    (why = kr_dir_bad_name(o->name, strlen(o->name))) != NULL)
 		return "its namespace or name cannot be a file name";
 	return NULL;
 }
@@ -1291,9 +691,9 @@ static const char *target_dir(struct kr_dirsink *d, struct obj *o, char *ann, si
 				return "is not a string of at most 1023 bytes";
 			if (strlen(ann) != (size_t)len)
 				return "contains a NUL byte";
-			if (has_control(ann))
+			if (kr_dir_has_control(ann))
 				return "contains a control character";
-			why = normalize_dir(absolute_in_root(d, ann), o->dir, sizeof(o->dir));
+			why = kr_dir_normalize(absolute_in_root(d, ann), o->dir, sizeof(o->dir));
 			if (why)
 				return why;
 		}
@@ -1302,8 +702,8 @@ static const char *target_dir(struct kr_dirsink *d, struct obj *o, char *ann, si
 		char sub[KR_DIRSINK_PATH_MAX], top[KR_DIRSINK_PATH_MAX];
 
 		kr_snprintf(top, sizeof(top), "%s", o->dir);
-		if (join(sub, sizeof(sub), o->ns, o->name) < 0 ||
-		    join(o->dir, sizeof(o->dir), top, sub) < 0)
+		if (kr_dir_join(sub, sizeof(sub), o->ns, o->name) < 0 ||
+		    kr_dir_join(o->dir, sizeof(o->dir), top, sub) < 0)
 			return "makes a path that is too long";
 	}
 	return NULL;
@@ -1314,7 +714,7 @@ static int good_owner(const struct kr_event *ev)
 {
 	return ev->resource && ev->key && ev->resource[0] && ev->key[0] &&
 	       strlen(ev->resource) < KR_DIRSINK_RES_MAX && strlen(ev->key) < KR_KEY_MAX &&
-	       !has_control(ev->resource) && !has_control(ev->key);
+	       !kr_dir_has_control(ev->resource) && !kr_dir_has_control(ev->key);
 }
 
 /* ADDED, MODIFIED, RESYNC: claim, record, write, then remove what it no longer has. */
@@ -1326,7 +726,7 @@ static void put_object(struct kr_dirsink *d, const struct kr_event *ev)
 	size_t i;
 
 	o.ev = ev;
-	o.owner_hash = owner_hash(ev->resource, ev->key);
+	o.owner_hash = kr_dir_owner_hash(ev->resource, ev->key);
 	o.kind = strcmp(ev->resource, "configmaps") == 0 ? KIND_CONFIGMAP
 		 : strcmp(ev->resource, "secrets") == 0 ? KIND_SECRET : KIND_OTHER;
 	o.ntoks = ev->obj ? kr_json_parse(ev->obj, ev->objlen, d->toks, KR_JSON_TOKENS) : KR_EINVAL;
@@ -1342,14 +742,14 @@ static void put_object(struct kr_dirsink *d, const struct kr_event *ev)
 	}
 	why = target_dir(d, &o, ann, sizeof(ann));
 	if (why) {
-		printable(shown, sizeof(shown), ann, strlen(ann));
+		kr_dir_printable(shown, sizeof(shown), ann, strlen(ann));
 		kr_log(KR_LOG_ERROR, "unable to write %s %s: annotation %s=\"%s\" refused: %s",
 		       ev->resource, ev->key, d->annotation, shown, why);
 		goto refused;
 	}
 	if (o.kind == KIND_OTHER) {
 		kr_snprintf(o.file, sizeof(o.file), o.ns[0] ? "%s_%s.json" : "%s%s.json", o.ns, o.name);
-		why = bad_name(o.file, strlen(o.file));
+		why = kr_dir_bad_name(o.file, strlen(o.file));
 		if (why) {
 			kr_log(KR_LOG_ERROR, "unable to write %s %s: file name refused: %s",
 			       ev->resource, ev->key, why);
@@ -1360,13 +760,13 @@ static void put_object(struct kr_dirsink *d, const struct kr_event *ev)
 	if (++d->stamp == 0)
 		d->stamp = 1;  /* 0 is the stamp of entries loaded from the manifest */
 	each_file(d, &o, CLAIM);
-	if (journal_flush(d) < 0) {
+	if (kr_dir_journal_flush(d) < 0) {
 		/* Files the manifest does not record must not appear: undo and keep the old. */
 		for (i = 0; i < d->nentries; i++) {
 			struct kr_dirsink_entry *e = &d->entries[i];
 
 			if ((e->flags & (F_NEW | F_DEAD)) == F_NEW)
-				drop_entry(d, e);
+				kr_dir_drop_entry(d, e);
 		}
 		goto refused;
 	}
@@ -1374,7 +774,7 @@ static void put_object(struct kr_dirsink *d, const struct kr_event *ev)
 	for (i = 0; i < d->nentries; i++) {
 		struct kr_dirsink_entry *e = &d->entries[i];
 
-		if (!owned_by(d, e, o.owner_hash, ev->resource, ev->key))
+		if (!kr_dir_owned_by(d, e, o.owner_hash, ev->resource, ev->key))
 			continue;
 		e->flags &= ~(F_TODO | F_NEW);
 		if (e->stamp != d->stamp)
@@ -1390,11 +790,11 @@ refused:
 
 static void delete_object(struct kr_dirsink *d, const struct kr_event *ev)
 {
-	uint32_t oh = owner_hash(ev->resource, ev->key);
+	uint32_t oh = kr_dir_owner_hash(ev->resource, ev->key);
 	size_t i;
 
 	for (i = 0; i < d->nentries; i++)
-		if (owned_by(d, &d->entries[i], oh, ev->resource, ev->key))
+		if (kr_dir_owned_by(d, &d->entries[i], oh, ev->resource, ev->key))
 			remove_entry(d, &d->entries[i], "the object is gone");
 }
 
@@ -1424,9 +824,9 @@ static void sweep(struct kr_dirsink *d, const struct kr_event *ev)
 	for (i = 0; i < d->nentries; i++) {
 		struct kr_dirsink_entry *e = &d->entries[i];
 
-		if (!(e->flags & (F_SEEN | F_DEAD)) && strcmp(e_res(d, e), res) == 0 &&
-		    (!scope || kr_resource_covers(scope, e_key(d, e)) ||
-		     !covered_by_any(d, res, e_key(d, e)))) {
+		if (!(e->flags & (F_SEEN | F_DEAD)) && strcmp(kr_dir_entry_res(d, e), res) == 0 &&
+		    (!scope || kr_resource_covers(scope, kr_dir_entry_key(d, e)) ||
+		     !covered_by_any(d, res, kr_dir_entry_key(d, e)))) {
 			remove_entry(d, e, "the object was deleted while kreflect was not running");
 			n++;
 		}
@@ -1458,7 +858,7 @@ void kr_dirsink_event(void *arg, const struct kr_event *ev)
 	} else {
 		put_object(d, ev);
 	}
-	if (journal_flush(d) < 0)
+	if (kr_dir_journal_flush(d) < 0)
 		d->stats.errors++;
 	dir_sync(d);
 	/* A program started or a hook run at the sync finds every file in place. */
@@ -1486,12 +886,12 @@ int kr_dirsink_flush(void *arg)
 	}
 	for (i = 0; i < n; i++) {
 		const struct kr_dirsink_pending *p = &d->pending[i];
-		const char *shown = short_path(&sp, p->rel);
+		const char *shown = kr_dir_short_path(&sp, p->rel);
 		int fd;
 
-		dirname_of(p->rel, dir, sizeof(dir));
+		kr_dir_dirname(p->rel, dir, sizeof(dir));
 		fd = open_rel_dir(d, dir, 0);
-		r = fd < 0 ? fd : kr_port_fs_rename_at(fd, p->tmp, fd, basename_of(p->rel));
+		r = fd < 0 ? fd : kr_port_fs_rename_at(fd, p->tmp, fd, kr_dir_basename(p->rel));
 		if (r < 0) {
 			kr_log(KR_LOG_ERROR, "unable to write %s: %s", shown,
 			       fd == KR_EINVAL ? "a directory on the way is no longer a directory"
@@ -1583,7 +983,7 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 			 "files are not supported", o->path, (size_t)KR_DIRSINK_MAX_FILES);
 		return KR_EINVAL;
 	}
-	if (strlen(ann) >= sizeof(d->annotation) || has_control(ann)) {
+	if (strlen(ann) >= sizeof(d->annotation) || kr_dir_has_control(ann)) {
 		kr_snprintf(err, errlen, "unable to use the annotation %.64s: too long or not text", ann);
 		return KR_EINVAL;
 	}
@@ -1592,7 +992,7 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 	while (len > 1 && o->path[len - 1] == '/')
 		len--;
 	/* Room for "/" and a longest file name below the root. */
-	if (len + 2 + KR_DIRSINK_NAME_MAX > sizeof(d->root) || has_control(o->path)) {
+	if (len + 2 + KR_DIRSINK_NAME_MAX > sizeof(d->root) || kr_dir_has_control(o->path)) {
 		kr_snprintf(err, errlen, "unable to use %.64s...: the path is too long", o->path);
 		return KR_EINVAL;
 	}
@@ -1608,14 +1008,14 @@ int kr_dirsink_init(struct kr_dirsink *d, const struct kr_dirsink_opts *o, char 
 		d->rootfd = -1;
 		return r == KR_EINVAL ? KR_EINVAL : KR_EIO;
 	}
-	r = manifest_load(d, &rewrite, err, errlen);
-	if (r == 0 && rewrite && manifest_write(d) < 0) {
+	r = kr_dir_manifest_load(d, &rewrite, err, errlen);
+	if (r == 0 && rewrite && kr_dir_manifest_write(d) < 0) {
 		kr_snprintf(err, errlen, "unable to write %s/%s: %s", o->path,
 			 KR_DIRSINK_MANIFEST, kr_port_fs_error());
 		r = KR_EIO;
 	} else if (r == 0 && !rewrite) {
 		/* Nothing to write: prove that files can be created here. */
-		fd = create_tmp(d, d->rootfd, "probe", 0600, tmp, sizeof(tmp));
+		fd = kr_dir_create_tmp(d, d->rootfd, "probe", 0600, tmp, sizeof(tmp));
 		if (fd < 0) {
 			kr_snprintf(err, errlen, "unable to create files in %s: %s", o->path,
 				 kr_port_fs_error());

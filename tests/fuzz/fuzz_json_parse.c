@@ -5,7 +5,8 @@
  * grammar check accepts (a top-level object, RFC 8259); kr_json_unescape and
  * kr_json_str_eq must agree with a reference unescaper; kr_json_find_key must
  * return the first key with the given text; kr_json_remove_member must leave
- * valid JSON with exactly that member gone.
+ * valid JSON with exactly that member gone; kr_json_error_at must find no
+ * error in a valid text and one inside an invalid text.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -488,6 +489,26 @@ static void check_ints(const char *s, int n)
 	}
 }
 
+/*
+ * kr_json_error_at finds no error in a valid text, and in an invalid one an
+ * offset inside it where the text up to there is a whole valid object only
+ * if the error is text after it (every other error is inside the object).
+ */
+static void check_error_at(const char *s, size_t len, int valid)
+{
+	const char *why = "unset";
+	size_t at = kr_json_error_at(s, len, &why);
+	int prefix;
+
+	if (valid ? (at != len || why != NULL) : (at > len || !why || !why[0]))
+		abort();
+	if (valid)
+		return;
+	prefix = ref_valid(s, at);
+	if (prefix >= 0 && (prefix == 1) != (strcmp(why, "text after the JSON object") == 0))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t len;
@@ -503,6 +524,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if ((n > 0) != (ref == 1) || (n <= 0 && n != KR_EPROTO))
 		abort();
+	check_error_at(text, len, n > 0);
 	if (n <= 0)
 		return 0;
 	if (kr_json_parse(text, len, toks2, n) != n || kr_json_parse(text, len, toks2, n - 1) != KR_ENOSPC)

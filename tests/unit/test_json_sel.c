@@ -168,7 +168,8 @@ KR_TEST(json_sel, bounds)
 {
 	static char deep[2 * KR_JSON_DEPTH_MAX + 64];
 	int n = kr_json_parse_sel(event, sizeof(event) - 1, sel, TOKS, paths, 2), d;
-	size_t len;
+	const char *why;
+	size_t len, at;
 
 	check(n > 0);
 	check(kr_json_parse_sel(event, sizeof(event) - 1, sel, n, paths, 2) == n);
@@ -194,6 +195,11 @@ KR_TEST(json_sel, bounds)
 		check(d == KR_JSON_DEPTH_MAX ? n == d + 1 : n == KR_ENOSPC);
 		/* and cut one byte short: invalid, not too deep */
 		check(d != KR_JSON_DEPTH_MAX || kr_json_parse_sel(deep, len - 1, sel, TOKS, NULL, 0) == KR_EPROTO);
+		/* kr_json_error_at: the bracket that opens one level too many is the error */
+		why = "unset";
+		at = kr_json_error_at(deep, len, &why);
+		check(d == KR_JSON_DEPTH_MAX ? at == len && why == NULL :
+		      at == 5 + (size_t)KR_JSON_DEPTH_MAX - 1 && why && strcmp(why, "nested too deep") == 0);
 	}
 	return 0;
 }
@@ -294,5 +300,46 @@ KR_TEST(json_sel, framer_line_takes_whole_lines_only)
 	kr_json_framer_set_output(&f, out, sizeof(out));
 	check(kr_json_framer_feed(&f, "{\"y\":", 5, &used) == 0 && used == 5);
 	check(kr_json_framer_line(&f, "{\"a\":1}\n", 8, &used) == 0 && used == 0);
+	return 0;
+}
+
+/* kr_json_error_at: the offset of the first error, and what it is, for each way a text fails. */
+static int error_at(const char *s, size_t want_at, const char *want_why)
+{
+	const char *why = "unset";
+	size_t at = kr_json_error_at(s, strlen(s), &why);
+
+	if (!want_why)
+		return at == strlen(s) && why == NULL;
+	return at == want_at && why && strcmp(why, want_why) == 0;
+}
+
+KR_TEST(json_sel, error_at_names_the_first_error)
+{
+	check(error_at(" {\"a\": [1, {\"b\": null}], \"c\": \"d\"} \n", 0, NULL));
+	check(error_at("{}", 0, NULL));
+	check(error_at("", 0, "unexpected end of the JSON text"));
+	check(error_at("  [1]", 2, "the top level is not an object"));
+	check(error_at("{", 1, "unexpected end of the JSON text"));
+	check(error_at("{\"a\"", 4, "unexpected end of the JSON text"));
+	check(error_at("{\"a\": ", 6, "unexpected end of the JSON text"));
+	check(error_at("{\"a\": 1", 7, "unexpected end of the JSON text"));
+	check(error_at("{\"a\": 1,  ", 10, "unexpected end of the JSON text"));
+	check(error_at("{\"a\": [", 7, "unexpected end of the JSON text"));
+	check(error_at("{\"a\" 1}", 5, "expected ':'"));
+	check(error_at("{\"a\": 1,}", 8, "expected a string key"));
+	check(error_at("{\"a\": 1, 2: 3}", 9, "expected a string key"));
+	check(error_at("{\"a\\q\": 1}", 1, "expected a string key"));
+	check(error_at("{\"a\": \"b\\q\"}", 6, "invalid JSON string"));
+	check(error_at("{\"a\": \"b\tc\"}", 6, "invalid JSON string"));
+	check(error_at("{\"a\": \"b", 6, "invalid JSON string"));
+	check(error_at("{\"a\": tru}", 6, "invalid JSON value"));
+	check(error_at("{\"a\": [1,]}", 9, "invalid JSON value"));
+	check(error_at("{\"a\": }", 6, "invalid JSON value"));
+	check(error_at("{\"a\": 1 2}", 8, "expected ',' or a closing bracket"));
+	check(error_at("{\"a\": [1}", 8, "expected ',' or a closing bracket"));
+	check(error_at("{\"a\": 1}\n\n{}", 10, "text after the JSON object"));
+	/* The first error counts, also inside a value kr_json_parse_sel would skip. */
+	check(error_at("{\"a\": {\"b\": {\"c\" 1}}, \"d\" 2}", 17, "expected ':'"));
 	return 0;
 }

@@ -265,6 +265,9 @@ KR_TEST(kubeconfig, json_escapes_and_errors)
 	check(merr(3, "expected a string key"));
 	check(mem("{\"a\": 1}\n\n{}", NULL) == KR_EINVAL);
 	check(merr(3, "text after the JSON object"));
+	/* A malformed number is one bad value (json.c's words), not a good 0 and a stray 1. */
+	check(mem("{\"a\":\n 01}", NULL) == KR_EINVAL);
+	check(merr(2, "invalid JSON value"));
 	check(mem("{\"clusters\": [{\"name\": \"c\", \"cluster\": {\"server\": 5}}]}", NULL) == KR_EINVAL);
 	check(merr(1, "cluster \"c\": server must be a string"));
 	check(mem("{\"clusters\": [{\"name\": \"c\", \"cluster\": {\"insecure-skip-tls-verify\": \"yes\"}}]}",
