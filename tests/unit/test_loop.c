@@ -13,26 +13,34 @@ static void record(struct kr_loop *loop, struct kr_timer *t)
 	order[norder++] = (int)(long)t->arg;
 }
 
+/* Three timers 1, 2, 3 armed in that order at now + d1, d2, d3; returns what arming said. */
+static int arm_three(struct kr_loop *loop, struct kr_timer t[3], kr_ms_t d1, kr_ms_t d2, kr_ms_t d3)
+{
+	kr_ms_t now = kr_port_now_ms();
+	int i;
+
+	kr_loop_init(loop);
+	norder = 0;
+	memset(t, 0, 3 * sizeof(*t));
+	for (i = 0; i < 3; i++) {
+		t[i].fire = record;
+		t[i].arg = (void *)(long)(i + 1);
+	}
+	return kr_loop_timer_at(loop, &t[0], now + d1) | kr_loop_timer_at(loop, &t[1], now + d2) |
+	       kr_loop_timer_at(loop, &t[2], now + d3);
+}
+
 KR_TEST(loop, timers_fire_in_deadline_order_once)
 {
 	struct kr_loop loop;
-	struct kr_timer a = { 0 }, b = { 0 }, c = { 0 };
-	kr_ms_t now = kr_port_now_ms();
+	struct kr_timer t[3];
 
-	kr_loop_init(&loop);
-	norder = 0;
-	a.fire = b.fire = c.fire = record;
-	a.arg = (void *)1L;
-	b.arg = (void *)2L;
-	c.arg = (void *)3L;
-	check(kr_loop_timer_at(&loop, &a, now + 30) == 0);
-	check(kr_loop_timer_at(&loop, &b, now + 10) == 0);
-	check(kr_loop_timer_at(&loop, &c, now + 20) == 0);
+	check(arm_three(&loop, t, 30, 10, 20) == 0);
 	while (norder < 3)
 		check(kr_loop_once(&loop, 1000) >= 0);
 	check(order[0] == 2 && order[1] == 3 && order[2] == 1);
 	check(loop.ntimers == 0);
-	check(!a.armed && !b.armed && !c.armed);
+	check(!t[0].armed && !t[1].armed && !t[2].armed);
 	return 0;
 }
 
@@ -40,18 +48,9 @@ KR_TEST(loop, timers_fire_in_deadline_order_once)
 KR_TEST(loop, timers_due_together_fire_in_deadline_order)
 {
 	struct kr_loop loop;
-	struct kr_timer a = { 0 }, b = { 0 }, c = { 0 };
-	kr_ms_t now = kr_port_now_ms();
+	struct kr_timer t[3];
 
-	kr_loop_init(&loop);
-	norder = 0;
-	a.fire = b.fire = c.fire = record;
-	a.arg = (void *)1L;
-	b.arg = (void *)2L;
-	c.arg = (void *)3L;
-	check(kr_loop_timer_at(&loop, &a, now - 1) == 0);
-	check(kr_loop_timer_at(&loop, &b, now - 3) == 0);
-	check(kr_loop_timer_at(&loop, &c, now - 2) == 0);
+	check(arm_three(&loop, t, -1, -3, -2) == 0);
 	check(kr_loop_once(&loop, 0) >= 0);
 	check(norder == 3);
 	check(order[0] == 2 && order[1] == 3 && order[2] == 1);
