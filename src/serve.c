@@ -159,6 +159,7 @@ int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uin
 /* --- the sink ---------------------------------------------------------------------------- */
 
 static void wake_watchers(struct kr_serve *s);
+static void rearm_conn(struct kr_serve_conn *c);
 
 void kr_serve_event(void *arg, const struct kr_event *ev)
 {
@@ -1256,6 +1257,7 @@ static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
 	put_text_chunk(c, ev);
 	end_body(c);
 	c->keep_alive = 0;
+	rearm_conn(c);
 	if (count)
 		kr_log(KR_LOG_INFO, "local watcher dropped: %s", why);
 }
@@ -1842,7 +1844,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		s->watches_started++;
 		if (c->initial)
 			c->cursor = 0;
-		rearm(s);
+		rearm_conn(c);
 		return;
 	}
 	if (!list_rv_ok(c, ri, rv))
@@ -2192,7 +2194,7 @@ again:
 			c->keep_alive = 0;
 	}
 	pump(c);
-	rearm(c->srv);
+	rearm_conn(c);
 }
 
 static void refuse(struct kr_serve *s, int fd)
@@ -2293,9 +2295,9 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 				continue;
 			}
 			s->accepted++;
+			rearm_conn(c);
 		}
 	}
-	rearm(s);
 }
 
 /* --- timers: bookmarks, watch ends, idle request heads ---------------------------------------- */
@@ -2323,24 +2325,33 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 	rearm(s);
 }
 
+/* When c next needs the tick: its request head's or answer's deadline, its next
+ * bookmark or the end of its watch; 0 for none. */
+static kr_ms_t conn_deadline(const struct kr_serve_conn *c)
+{
+	kr_ms_t d = 0;
+
+	if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
+	    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
+		d = c->deadline;
+	else if (c->state == KR_SC_WATCHING) {
+		if (c->bookmarks)
+			d = c->bookmark_at;
+		if (c->watch_end && (!d || c->watch_end < d))
+			d = c->watch_end;
+	}
+	return d;
+}
+
+/* The tick at the nearest deadline of all: a scan, so only at start and from the tick. */
 static void rearm(struct kr_serve *s)
 {
 	kr_ms_t next = 0;
 	int i;
 
 	for (i = 0; i < s->nconns; i++) {
-		const struct kr_serve_conn *c = &s->conns[i];
-		kr_ms_t d = 0;
+		kr_ms_t d = conn_deadline(&s->conns[i]);
 
-		if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-		    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
-			d = c->deadline;
-		else if (c->state == KR_SC_WATCHING) {
-			if (c->bookmarks)
-				d = c->bookmark_at;
-			if (c->watch_end && (!d || c->watch_end < d))
-				d = c->watch_end;
-		}
 		if (d && (!next || d < next))
 			next = d;
 	}
@@ -2348,6 +2359,19 @@ static void rearm(struct kr_serve *s)
 		kr_loop_timer_at(s->loop, &s->tick, next);
 	else
 		kr_loop_timer_cancel(s->loop, &s->tick);
+}
+
+/* After c's deadline moved: the tick comes earlier if c needs it earlier. A deadline
+ * that moved later leaves the tick where it is; it comes early once, finds nothing
+ * due and rearms from all. One step per connection, so a change told to N watchers
+ * costs N steps here, not N scans of N. */
+static void rearm_conn(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	kr_ms_t d = conn_deadline(c);
+
+	if (d && (!s->tick.armed || d < s->tick.deadline))
+		kr_loop_timer_at(s->loop, &s->tick, d);
 }
 
 /* --- set-up ------------------------------------------------------------------------------------- */
