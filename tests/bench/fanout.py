@@ -2,7 +2,7 @@
 """One relay before many watchers (make bench-fanout).
 
     python3 tests/bench/fanout.py [--kreflect build/kreflect] [--relay build/x86_64-fanout/kreflect]
-                                  [--sizes 1,10,100,500] [--real 100] [--changes 30]
+                                  [--sizes 1,10,100,500] [--real 100] [--changes 30] [--burst 0]
                                   [--scheme http] [--ca FILE] [--token-file FILE]
 
 Upstream is the test API server (tests/apiserver/, plain HTTP, no auth, 100 ConfigMaps of
@@ -26,6 +26,11 @@ time: the next waits until every watcher has the previous one. Reported per run:
 - the relay's VmHWM and RssAnon after the changes (/proc/PID/status);
 - from an upstream change (the control call's return) to the last watcher holding it:
   median and max over the changes.
+
+With --burst M, M more changes then go back to back, none waited for: the relay's CPU per
+event per watcher for them and the time from the upstream accepting the last to the last
+watcher holding it. Paced, each change is one wake-up of the relay; in a burst one wake-up
+carries many, so what the relay spends per wake-up is shared among them.
 
 --scheme/--ca/--token-file are passed to the relay's downstreams, for a relay that
 serves TLS or wants a token (the relay itself always reaches the upstream over plain
@@ -274,6 +279,27 @@ def one_run(a, srv, workdir, mode, n):
         us1 = user_sys_ticks(relay.pid) if relay else (0, 0)
         if relay and a.callgrind:
             row.update(callgrind_counts(relay.pid, workdir, a.changes * n))
+        if a.burst:
+            # The same ConfigMap changed --burst times back to back, nobody waited for:
+            # the relay reads many events per wake-up (a steady busy stream).
+            first = int(ctl.rv()) + 1
+            want = str(first + a.burst - 1)
+            w.expect(want)
+            bc0 = cpu_ns(relay.pid) if relay else 0
+            for k in range(a.burst):
+                r = ctl.update("configmaps", "default", PROBE, data={"burst": str(k)})
+            if r["resourceVersion"] != want:
+                raise RuntimeError("burst ended at resourceVersion %s, not %s" % (r["resourceVersion"], want))
+            t = time.monotonic()
+            try:
+                wait_for(w.all_seen, 30 + n * 0.1, "every watcher to see the burst's last change")
+                with w.lock:
+                    row["burst_last_ms"] = round((max(w.seen) - t) * 1000, 1)
+            except RuntimeError:
+                row["burst_missed"] = True
+            if relay:
+                row["burst_cpu_us_per_event_watcher"] = round((cpu_ns(relay.pid) - bc0) / 1e3 / (a.burst * n), 2)
+            row["burst"] = a.burst
         entries = ctl.log(since=since)
         row.update({
             "real_kreflects": real, "raw_watches": n - real, "changes": a.changes, "missed_changes": missed,
@@ -320,6 +346,16 @@ def table(rows):
             "%s (%s / %s)" % (g(r, "relay_cpu_us_per_event_watcher"), g(r, "relay_user_ms"), g(r, "relay_sys_ms")),
             g(r, "relay_vmhwm_kb"), g(r, "relay_rssanon_kb"),
             g(d, "latency_median_ms"), g(d, "latency_max_ms"), g(r, "latency_median_ms"), g(r, "latency_max_ms")))
+    bu = [r for r in rows if r.get("burst")]
+    if bu:
+        out += ["", "A burst (%d changes back to back, not waited for; the relay's CPU per event per watcher, and "
+                "the time from the upstream accepting the last change to the last watcher holding it):"
+                % bu[0]["burst"], "",
+                "| watchers | mode | relay CPU µs per event per watcher | last change to last watcher ms |",
+                "|---:|---|---:|---:|"]
+        out += ["| %d | %s | %s | %s |" % (r["watchers"], r["mode"], r.get("burst_cpu_us_per_event_watcher", "-"),
+                                          "missed" if r.get("burst_missed") else r.get("burst_last_ms"))
+                for r in bu]
     cg = [r for r in rows if r.get("relay_instructions")]
     if cg:
         out += ["", "Under callgrind (user-space instructions of the relay for the changes; poll() in the kernel "
@@ -337,6 +373,8 @@ def main():
     ap.add_argument("--sizes", default="1,10,100,500")
     ap.add_argument("--real", type=int, default=100, help="real kreflect watchers at most (the rest raw)")
     ap.add_argument("--changes", type=int, default=30)
+    ap.add_argument("--burst", type=int, default=0,
+                    help="after the paced changes, this many more back to back (many events per wake-up)")
     ap.add_argument("--modes", default="direct,relay")
     ap.add_argument("--callgrind", action="store_true",
                     help="run the relay under callgrind: instructions per event per watcher, poll()'s share")
@@ -373,7 +411,7 @@ def main():
         f.write(md + "\n")
     with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(rows, f, indent=1)
-    return 1 if any("error" in r or r.get("missed_changes") for r in rows) else 0
+    return 1 if any("error" in r or r.get("missed_changes") or r.get("burst_missed") for r in rows) else 0
 
 
 if __name__ == "__main__":
