@@ -131,6 +131,14 @@ static void ring_add(struct kr_serve *s, int res, int type, const char *key, con
 	s->seq_head++;
 }
 
+/* The record after the one at p (pads skipped): its start in *at; returns where the next starts. */
+static size_t rec_step(const struct kr_serve *s, size_t p, size_t *at)
+{
+	*at = rec_pos(s, p);
+	p = *at + rec_at(s, *at).size;
+	return p >= sizeof(s->ring) ? 0 : p;
+}
+
 int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uint64_t *seq,
 			  size_t *pos)
 {
@@ -139,13 +147,11 @@ int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uin
 	int found = 0;
 
 	for (q = s->seq_tail; q < s->seq_head; q++) {
+		size_t at;
 		struct rec r;
-		size_t at = rec_pos(s, p);
 
+		p = rec_step(s, p, &at);
 		r = rec_at(s, at);
-		p = at + r.size;
-		if (p >= sizeof(s->ring))
-			p = 0;
 		if (r.res == res && r.type != REC_WRAP && r.rvlen == rl &&
 		    memcmp(s->ring + at + HDR + r.keylen, rv, rl) == 0) {
 			*seq = q + 1;
@@ -154,6 +160,43 @@ int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uin
 		}
 	}
 	return found;
+}
+
+uint64_t kr_serve_history_walk(void *arg, uint64_t from,
+			       void (*fn)(void *ctx, uint64_t seq, int res, int type, const char *key,
+					  size_t keylen, const char *rv, size_t rvlen),
+			       void *ctx)
+{
+	const struct kr_serve *s = arg;
+	size_t p = s->ring_tail;
+	uint64_t q;
+
+	for (q = s->seq_tail; q < s->seq_head; q++) {
+		size_t at;
+		struct rec r;
+
+		p = rec_step(s, p, &at);
+		r = rec_at(s, at);
+		if (q >= from)
+			fn(ctx, q, r.res, r.type, (const char *)s->ring + at + HDR, r.keylen,
+			   (const char *)s->ring + at + HDR + r.keylen, r.rvlen);
+	}
+	return s->seq_head;
+}
+
+void kr_serve_history_add(void *arg, uint64_t seq, int res, int type, const char *key, const char *rv)
+{
+	struct kr_serve *s = arg;
+
+	if (type < REC_ADDED || type > REC_MARK || (seq < s->seq_head && s->seq_head != s->seq_tail))
+		return;                /* not a record, or one the ring has (written twice) */
+	if (seq != s->seq_head) {
+		/* Not the next one: records between were lost, so what came before is no
+		 * history to resume from. Start afresh, numbered as written. */
+		s->ring_head = s->ring_tail = 0;
+		s->seq_head = s->seq_tail = seq;
+	}
+	ring_add(s, res, type, type == REC_MARK ? NULL : key, rv);
 }
 
 /* --- the sink ---------------------------------------------------------------------------- */
