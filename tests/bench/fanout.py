@@ -3,7 +3,7 @@
 
     python3 tests/bench/fanout.py [--kreflect build/kreflect] [--relay build/x86_64-fanout/kreflect]
                                   [--sizes 1,10,100,500] [--real 100] [--changes 30] [--burst 0]
-                                  [--scheme http] [--ca FILE] [--token-file FILE]
+                                  [--scheme http] [--ca FILE] [--token-file FILE] [--tls]
 
 Upstream is the test API server (tests/apiserver/, plain HTTP, no auth, 100 ConfigMaps of
 256 bytes). For each number of downstream watchers W, two runs:
@@ -34,7 +34,8 @@ carries many, so what the relay spends per wake-up is shared among them.
 
 --scheme/--ca/--token-file are passed to the relay's downstreams, for a relay that
 serves TLS or wants a token (the relay itself always reaches the upstream over plain
-HTTP). The table goes to stdout (Markdown) and build/bench/fanout.{md,json}
+HTTP); --tls makes the relay serve TLS with the test server's certificate and token and
+sets the three. The table goes to stdout (Markdown) and build/bench/fanout.{md,json}
 (fanout-callgrind.{md,json} with --callgrind, whose CPU and memory columns are valgrind's). Every wait
 is bounded; a run whose watchers do not all sync or see a change is reported as such.
 """
@@ -194,13 +195,23 @@ def port_ready(port):
         return False
 
 
-def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False):
+def tls_ready(port):
+    """The relay's TLS port accepts a connection (its /readyz needs the token)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False, extra=()):
     err = open(os.path.join(workdir, "relay.err"), "wb")
     pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/callgrind.%%p" % workdir] if callgrind else []
     p = subprocess.Popen(pre + [binary, "--server", upstream_url, "-o", "none", "--listen", "127.0.0.1:%d" % port,
                           "--listen-max-conns", str(max_conns),
-                          "-v", "1", "configmaps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-    wait_for(lambda: port_ready(port), 120 if callgrind else 20, "the relay to be ready")
+                          "-v", "1"] + list(extra) + ["configmaps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    wait_for(lambda: port_ready(port) if not extra else p.poll() is None and tls_ready(port),
+             120 if callgrind else 20, "the relay to be ready")
     return p
 
 
@@ -230,7 +241,7 @@ def one_run(a, srv, workdir, mode, n):
     target_url = up_url
     if mode == "relay":
         rport = free_port()
-        relay = start_relay(a.relay, up_url, rport, workdir, a.relay_max_conns, a.callgrind)
+        relay = start_relay(a.relay, up_url, rport, workdir, a.relay_max_conns, a.callgrind, a.relay_tls)
         target_port = rport
         target_url = "%s://127.0.0.1:%d" % (a.scheme, rport)
     w = Watchers()
@@ -381,7 +392,14 @@ def main():
     ap.add_argument("--scheme", default="http")
     ap.add_argument("--ca")
     ap.add_argument("--token-file")
+    ap.add_argument("--tls", action="store_true",
+                    help="the relay serves TLS (the test server's certificate, its token); its kreflect "
+                         "watchers connect with its CA and token. At most KR_SERVE_TLS_CONNS (16) sessions "
+                         "in a default build: raw watchers are plain HTTP only")
     a = ap.parse_args()
+    a.relay_tls = ()
+    if a.tls and any(int(x) > min(a.real, 16) for x in a.sizes.split(",")):
+        sys.exit("fanout: --tls takes at most 16 watchers, all kreflects (KR_SERVE_TLS_CONNS sessions)")
     for b in (a.kreflect, a.relay):
         if not os.access(b, os.X_OK):
             sys.exit("fanout: %s is missing: make bench-fanout builds it" % b)
@@ -392,6 +410,11 @@ def main():
         with ServerProcess(["--plain-http", "--no-auth", "--initial", "100", "--initial-size", "256"],
                            workdir=updir) as srv:
             srv.control.create("configmaps", "default", PROBE, data={"seq": "-"})
+            if a.tls:
+                a.scheme, a.ca, a.token_file = "https", os.path.join(updir, "ca.crt"), srv.ready["token_file"]
+                a.relay_tls = ("--listen-cert-file", os.path.join(updir, "server.crt"),
+                               "--listen-key-file", os.path.join(updir, "server.key"),
+                               "--listen-token-file", srv.ready["token_file"])
             for n in [int(x) for x in a.sizes.split(",")]:
                 for mode in a.modes.split(","):
                     t0 = time.monotonic()
