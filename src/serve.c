@@ -1744,7 +1744,9 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		respond_status(c, 404, "the server could not find the requested resource");
 		return;
 	}
-	if (!refl->synced) {
+	/* Restored from the state directory and not live yet: only a watch that resumes
+	 * from the saved ring is served (it holds that watcher's gap); the rest waits. */
+	if (!refl->synced && !(refl->restored && param_true(t, "watch"))) {
 		respond_status(c, 503, "%s: the mirror has not synced yet", r->name);
 		return;
 	}
@@ -1856,6 +1858,10 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			c->bookmarks = 2;   /* and the initial-events-end bookmark */
 		} else if (!rv[0] || strcmp(rv, "0") == 0) {
 			c->initial = 1;     /* "Get State and Start at Most Recent" */
+		}
+		if (!refl->synced && (c->initial || !kr_serve_history_find(s, ri, rv, &c->seq, &c->pos))) {
+			respond_status(c, 503, "%s: the mirror has not synced yet", r->name);
+			return;
 		}
 		if (!c->initial && strcmp(rv, s->res[ri].rv) != 0) {
 			uint64_t seq;
