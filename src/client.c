@@ -93,6 +93,7 @@ struct kr_client {
 	void (*serve_close)(struct kr_serve *s);
 	int state_on;                  /* snapshots go to cfg.state_dir */
 	struct kr_state persist;
+	struct kr_state_history history;    /* the endpoint's ring, saved with the state */
 
 	struct kr_loop loop;
 	struct kr_store store;
@@ -1129,6 +1130,13 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 	c->ncb++;
 	c->serve = s;
 	c->serve_close = kr_serve_close;
+	if (KR_WITH_STATE && c->state_on) {
+		/* Its ring back before the first event, so watchers resume across a restart. */
+		c->history.arg = s;
+		c->history.walk = kr_serve_history_walk;
+		c->history.add = kr_serve_history_add;
+		kr_state_history(&c->persist, &c->history);
+	}
 	return 0;
 }
 

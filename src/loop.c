@@ -161,10 +161,12 @@ int kr_loop_fds(struct kr_loop *loop, struct kr_pollfd *fds, int max, int *wait_
 		struct kr_source *s = loop->sources[i];
 
 		pending |= s->pending && s->pending(s);
+		s->slot = -1;
 		if (s->fd < 0 || !s->want)
 			continue;
 		if (n == max)
 			return KR_ENOSPC;
+		s->slot = n;
 		fds[n].fd = s->fd;
 		fds[n].want = (short)s->want;
 		fds[n].got = 0;
@@ -203,8 +205,18 @@ int kr_loop_process(struct kr_loop *loop, const struct kr_pollfd *fds, int n)
 	for (i = 0; i < ns; i++) {
 		struct kr_source *s = snap[i];
 
-		if (done[i])
+		if (done[i] || !s->registered || s->fd < 0 || s->slot < 0)
 			continue;
+		/* Its own entry, found in one step: a scan of every entry for every
+		 * source would cost connections squared per pass. */
+		if (s->slot < n && fds[s->slot].fd == s->fd) {
+			if (fds[s->slot].got) {
+				s->ready(loop, s, fds[s->slot].got);
+				calls++;
+			}
+			continue;
+		}
+		/* Its entry moved (fds not from kr_loop_fds as it stands): look for it. */
 		for (j = 0; j < n; j++) {
 			if (!fds[j].got || fds[j].fd != s->fd || !s->registered || s->fd < 0)
 				continue;

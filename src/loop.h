@@ -40,6 +40,7 @@ struct kr_source {
 	void (*ready)(struct kr_loop *loop, struct kr_source *s, int got);
 	void *arg;
 	int registered;
+	int slot;                      /* its entry in kr_loop_fds' array; -1: none */
 };
 
 struct kr_timer {

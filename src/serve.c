@@ -131,6 +131,14 @@ static void ring_add(struct kr_serve *s, int res, int type, const char *key, con
 	s->seq_head++;
 }
 
+/* The record after the one at p (pads skipped): its start in *at; returns where the next starts. */
+static size_t rec_step(const struct kr_serve *s, size_t p, size_t *at)
+{
+	*at = rec_pos(s, p);
+	p = *at + rec_at(s, *at).size;
+	return p >= sizeof(s->ring) ? 0 : p;
+}
+
 int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uint64_t *seq,
 			  size_t *pos)
 {
@@ -139,13 +147,11 @@ int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uin
 	int found = 0;
 
 	for (q = s->seq_tail; q < s->seq_head; q++) {
+		size_t at;
 		struct rec r;
-		size_t at = rec_pos(s, p);
 
+		p = rec_step(s, p, &at);
 		r = rec_at(s, at);
-		p = at + r.size;
-		if (p >= sizeof(s->ring))
-			p = 0;
 		if (r.res == res && r.type != REC_WRAP && r.rvlen == rl &&
 		    memcmp(s->ring + at + HDR + r.keylen, rv, rl) == 0) {
 			*seq = q + 1;
@@ -156,9 +162,47 @@ int kr_serve_history_find(const struct kr_serve *s, int res, const char *rv, uin
 	return found;
 }
 
+uint64_t kr_serve_history_walk(void *arg, uint64_t from,
+			       void (*fn)(void *ctx, uint64_t seq, int res, int type, const char *key,
+					  size_t keylen, const char *rv, size_t rvlen),
+			       void *ctx)
+{
+	const struct kr_serve *s = arg;
+	size_t p = s->ring_tail;
+	uint64_t q;
+
+	for (q = s->seq_tail; q < s->seq_head; q++) {
+		size_t at;
+		struct rec r;
+
+		p = rec_step(s, p, &at);
+		r = rec_at(s, at);
+		if (q >= from)
+			fn(ctx, q, r.res, r.type, (const char *)s->ring + at + HDR, r.keylen,
+			   (const char *)s->ring + at + HDR + r.keylen, r.rvlen);
+	}
+	return s->seq_head;
+}
+
+void kr_serve_history_add(void *arg, uint64_t seq, int res, int type, const char *key, const char *rv)
+{
+	struct kr_serve *s = arg;
+
+	if (type < REC_ADDED || type > REC_MARK || (seq < s->seq_head && s->seq_head != s->seq_tail))
+		return;                /* not a record, or one the ring has (written twice) */
+	if (seq != s->seq_head) {
+		/* Not the next one: records between were lost, so what came before is no
+		 * history to resume from. Start afresh, numbered as written. */
+		s->ring_head = s->ring_tail = 0;
+		s->seq_head = s->seq_tail = seq;
+	}
+	ring_add(s, res, type, type == REC_MARK ? NULL : key, rv);
+}
+
 /* --- the sink ---------------------------------------------------------------------------- */
 
 static void wake_watchers(struct kr_serve *s);
+static void rearm_conn(struct kr_serve_conn *c);
 
 void kr_serve_event(void *arg, const struct kr_event *ev)
 {
@@ -1256,6 +1300,7 @@ static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
 	put_text_chunk(c, ev);
 	end_body(c);
 	c->keep_alive = 0;
+	rearm_conn(c);
 	if (count)
 		kr_log(KR_LOG_INFO, "local watcher dropped: %s", why);
 }
@@ -1699,7 +1744,9 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		respond_status(c, 404, "the server could not find the requested resource");
 		return;
 	}
-	if (!refl->synced) {
+	/* Restored from the state directory and not live yet: only a watch that resumes
+	 * from the saved ring is served (it holds that watcher's gap); the rest waits. */
+	if (!refl->synced && !(refl->restored && param_true(t, "watch"))) {
 		respond_status(c, 503, "%s: the mirror has not synced yet", r->name);
 		return;
 	}
@@ -1812,6 +1859,10 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		} else if (!rv[0] || strcmp(rv, "0") == 0) {
 			c->initial = 1;     /* "Get State and Start at Most Recent" */
 		}
+		if (!refl->synced && (c->initial || !kr_serve_history_find(s, ri, rv, &c->seq, &c->pos))) {
+			respond_status(c, 503, "%s: the mirror has not synced yet", r->name);
+			return;
+		}
 		if (!c->initial && strcmp(rv, s->res[ri].rv) != 0) {
 			uint64_t seq;
 			size_t pos;
@@ -1842,7 +1893,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 		s->watches_started++;
 		if (c->initial)
 			c->cursor = 0;
-		rearm(s);
+		rearm_conn(c);
 		return;
 	}
 	if (!list_rv_ok(c, ri, rv))
@@ -2192,7 +2243,7 @@ again:
 			c->keep_alive = 0;
 	}
 	pump(c);
-	rearm(c->srv);
+	rearm_conn(c);
 }
 
 static void refuse(struct kr_serve *s, int fd)
@@ -2293,9 +2344,9 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 				continue;
 			}
 			s->accepted++;
+			rearm_conn(c);
 		}
 	}
-	rearm(s);
 }
 
 /* --- timers: bookmarks, watch ends, idle request heads ---------------------------------------- */
@@ -2323,24 +2374,33 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 	rearm(s);
 }
 
+/* When c next needs the tick: its request head's or answer's deadline, its next
+ * bookmark or the end of its watch; 0 for none. */
+static kr_ms_t conn_deadline(const struct kr_serve_conn *c)
+{
+	kr_ms_t d = 0;
+
+	if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
+	    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
+		d = c->deadline;
+	else if (c->state == KR_SC_WATCHING) {
+		if (c->bookmarks)
+			d = c->bookmark_at;
+		if (c->watch_end && (!d || c->watch_end < d))
+			d = c->watch_end;
+	}
+	return d;
+}
+
+/* The tick at the nearest deadline of all: a scan, so only at start and from the tick. */
 static void rearm(struct kr_serve *s)
 {
 	kr_ms_t next = 0;
 	int i;
 
 	for (i = 0; i < s->nconns; i++) {
-		const struct kr_serve_conn *c = &s->conns[i];
-		kr_ms_t d = 0;
+		kr_ms_t d = conn_deadline(&s->conns[i]);
 
-		if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-		    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
-			d = c->deadline;
-		else if (c->state == KR_SC_WATCHING) {
-			if (c->bookmarks)
-				d = c->bookmark_at;
-			if (c->watch_end && (!d || c->watch_end < d))
-				d = c->watch_end;
-		}
 		if (d && (!next || d < next))
 			next = d;
 	}
@@ -2348,6 +2408,19 @@ static void rearm(struct kr_serve *s)
 		kr_loop_timer_at(s->loop, &s->tick, next);
 	else
 		kr_loop_timer_cancel(s->loop, &s->tick);
+}
+
+/* After c's deadline moved: the tick comes earlier if c needs it earlier. A deadline
+ * that moved later leaves the tick where it is; it comes early once, finds nothing
+ * due and rearms from all. One step per connection, so a change told to N watchers
+ * costs N steps here, not N scans of N. */
+static void rearm_conn(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	kr_ms_t d = conn_deadline(c);
+
+	if (d && (!s->tick.armed || d < s->tick.deadline))
+		kr_loop_timer_at(s->loop, &s->tick, d);
 }
 
 /* --- set-up ------------------------------------------------------------------------------------- */

@@ -193,6 +193,18 @@ int kr_serve_labels_match(const char *sel, const char *obj, size_t objlen, kr_js
 			  int ntoks);
 
 /*
+ * The ring for the state directory (struct kr_state_history, src/state.h):
+ * walk gives fn its records numbered from `from` on and returns the next
+ * number; add puts one back on a start (a number that does not follow the
+ * last starts the ring afresh at it).
+ */
+uint64_t kr_serve_history_walk(void *arg, uint64_t from,
+			       void (*fn)(void *ctx, uint64_t seq, int res, int type, const char *key,
+					  size_t keylen, const char *rv, size_t rvlen),
+			       void *ctx);
+void kr_serve_history_add(void *arg, uint64_t seq, int res, int type, const char *key, const char *rv);
+
+/*
  * The history position just after the newest change of resource res at
  * resourceVersion rv (a change's or a list's). Returns 1 with *seq (the next
  * record's number) and *pos set, or 0 if the ring no longer holds it.

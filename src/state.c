@@ -17,6 +17,9 @@
 #define REC_END 'E'
 #define REC_DEL 'D'
 #define REC_COMMIT 'C'
+#define REC_HIST 'H'
+#define HIST_HEAD 16u                 /* type kind rvlen 0 res keylen seq */
+#define HIST_KINDS 4u                 /* the ring's added, modified, deleted, mark */
 #define DEL_HEAD 6u                   /* type 0 res keylen */
 #define RES_HEAD 16u                  /* type rvlen res count gap */
 #define OBJ_HEAD 12u                  /* type rvlen uidlen held res keylen objlen */
@@ -122,7 +125,9 @@ static uint64_t config_hash(const struct kr_reflect *top)
 	uint64_t h = 0xcbf29ce484222325ull;
 	int i;
 
-	h = hash_int(h, KR_STATE_VERSION);
+	/* Version 1's, whatever is written now: a state directory of version 1 stays this
+	 * configuration's (the version is in the header, checked on its own). */
+	h = hash_int(h, 1);
 	h = hash_str(h, top->conn_cfg.host);
 	h = hash_int(h, top->conn_cfg.port);
 	h = hash_int(h, top->opts.keep_managed_fields);
@@ -282,7 +287,8 @@ struct res_rec {
 	int64_t gap_ms;
 };
 
-enum { SNAPSHOT, CHECK, APPLY };
+/* HISTORY: a pass that only gives the history records back (the rest as CHECK). */
+enum { SNAPSHOT, CHECK, APPLY, HISTORY };
 
 /* Where reading is in the file. */
 static uint64_t at(const struct kr_state *st)
@@ -409,6 +415,40 @@ static int load_delete(struct kr_state *st, uint32_t nres, int mode)
 	return 0;
 }
 
+/* A history record (type byte read): checked, and given back in a HISTORY pass. */
+static int load_hist(struct kr_state *st, uint32_t nres, int mode)
+{
+	unsigned char h[HIST_HEAD - 1];
+	char key[KR_KEY_MAX], rv[KR_RV_MAX];
+	uint32_t kind, rvlen, res, keylen;
+	uint64_t seq;
+	int r;
+
+	if (st->version < 2)
+		return KR_EINVAL;      /* version 1 has none: not a file this code wrote */
+	if ((r = rd(st, h, sizeof(h))) < 0)
+		return r;
+	kind = h[0];
+	rvlen = h[1];
+	res = get16(h + 3);
+	keylen = get16(h + 5);
+	seq = get64(h + 7);
+	if (kind >= HIST_KINDS || h[2] || res >= nres || rvlen >= KR_RV_MAX || keylen >= KR_KEY_MAX ||
+	    (keylen == 0) != (kind == HIST_KINDS - 1))
+		return KR_EINVAL;
+	if ((r = rd(st, key, keylen)) < 0 || (r = rd(st, rv, rvlen)) < 0 || (r = rd_crc(st)) < 0)
+		return r;
+	key[keylen] = rv[rvlen] = '\0';
+	if (strlen(key) != keylen || strlen(rv) != rvlen)
+		return KR_EINVAL;
+	if (mode == HISTORY && st->hist) {
+		st->hist->add(st->hist->arg, seq, (int)res, (int)kind, key, rv);
+		st->hist_next = seq + 1;
+		st->hist_restored++;
+	}
+	return 0;
+}
+
 /*
  * Reads journal groups after its header. CHECK: finds where the last whole
  * group ends (*good_end) and how many there are, stopping at the first bad
@@ -425,17 +465,19 @@ static int journal_pass(struct kr_state *st, struct res_rec *rr, uint32_t nres, 
 	for (;;) {
 		unsigned char type, c[7];
 
-		if (mode == APPLY && at(st) >= end)
+		if (mode != CHECK && at(st) >= end)
 			return 0;
 		st->crc = 0;
 		if ((r = rd(st, &type, 1)) < 0)
 			return mode == CHECK ? 0 : r;
 		if (type == REC_OBJ)
-			r = load_object(st, (int)nres, rr, mode, &what);
+			r = load_object(st, (int)nres, rr, mode == HISTORY ? CHECK : mode, &what);
 		else if (type == REC_RES)
-			r = load_res(st, rr, nres, mode, 0);
+			r = load_res(st, rr, nres, mode == HISTORY ? CHECK : mode, 0);
 		else if (type == REC_DEL)
-			r = load_delete(st, nres, mode);
+			r = load_delete(st, nres, mode == HISTORY ? CHECK : mode);
+		else if (type == REC_HIST)
+			r = load_hist(st, nres, mode);
 		else if (type == REC_COMMIT && (r = rd(st, c, sizeof(c))) == 0 &&
 			 (r = rd_crc(st)) == 0 && !c[0] && !c[1] && !c[2] && get32(c + 3) == nrec) {
 			nrec = 0;
@@ -466,7 +508,7 @@ static int journal_open(struct kr_state *st)
 	}
 	st->crc = 0;
 	if (rd(st, h, 28) < 0 || rd_crc(st) < 0 || memcmp(h, JMAGIC, 8) != 0 ||
-	    get32(h + 8) != KR_STATE_VERSION || get64(h + 12) != st->config || get64(h + 20) != st->gen)
+	    get32(h + 8) != st->version || get64(h + 12) != st->config || get64(h + 20) != st->gen)
 		return 0;
 	return 1;
 }
@@ -482,14 +524,19 @@ static void journal_close(struct kr_state *st)
  * After the snapshot: the journal's whole groups, if it follows this
  * snapshot. Returns 0 (applied, or nothing to apply) or a negative KR_E code.
  */
-static int load_journal(struct kr_state *st, struct res_rec *rr, uint32_t nres)
+static int load_journal(struct kr_state *st, struct res_rec *rr, uint32_t nres, int mode)
 {
 	uint64_t good_end = 0;
 	unsigned long groups = 0;
 	int r;
 
-	st->journal_ok = 1;
-	st->journal_exists = 0;
+	if (mode == HISTORY) {
+		if (!st->replayed_groups)
+			return 0;
+	} else {
+		st->journal_ok = 1;
+		st->journal_exists = 0;
+	}
 	if (!journal_open(st)) {
 		journal_close(st);
 		return 0;
@@ -504,8 +551,10 @@ static int load_journal(struct kr_state *st, struct res_rec *rr, uint32_t nres)
 		journal_close(st);
 		return KR_EIO;
 	}
-	r = journal_pass(st, rr, nres, APPLY, good_end, NULL, NULL);
+	r = journal_pass(st, rr, nres, mode, good_end, NULL, NULL);
 	journal_close(st);
+	if (mode == HISTORY)
+		return r;
 	st->replayed_groups = groups;
 	st->loaded_bytes += good_end;
 	/* The next write folds the journal into a new snapshot. */
@@ -513,7 +562,7 @@ static int load_journal(struct kr_state *st, struct res_rec *rr, uint32_t nres)
 	return r;
 }
 
-static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
+static int load_file(struct kr_state *st, struct res_rec *rr, int mode, const char **what)
 {
 	struct kr_reflect *top = st->top;
 	unsigned char h[KR_STATE_HEADER_BYTES];
@@ -528,7 +577,8 @@ static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
 		*what = "not a kreflect state file, or its header is damaged";
 		return KR_EINVAL;
 	}
-	if (get32(h + 8) != KR_STATE_VERSION) {
+	st->version = get32(h + 8);
+	if (st->version < 1 || st->version > KR_STATE_VERSION) {
 		*what = "another format version";
 		return KR_EINVAL;
 	}
@@ -566,10 +616,16 @@ static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
 			return r;
 		if (type == REC_END)
 			break;
+		if (type == REC_HIST) {
+			*what = "a history record";
+			if ((r = load_hist(st, nres, mode)) < 0)
+				return r;
+			continue;
+		}
 		*what = "an unknown record";
 		if (type != REC_OBJ)
 			return KR_EINVAL;
-		if ((r = load_object(st, (int)nres, rr, SNAPSHOT, what)) < 0)
+		if ((r = load_object(st, (int)nres, rr, mode == HISTORY ? CHECK : SNAPSHOT, what)) < 0)
 			return r;
 		loaded++;
 	}
@@ -578,7 +634,7 @@ static int load_file(struct kr_state *st, struct res_rec *rr, const char **what)
 		return r < 0 ? r : KR_EINVAL;
 	if (h[0] || h[1] || h[2] || get32(h + 3) != loaded || loaded != total)
 		return KR_EINVAL;
-	for (i = 0; i < nres; i++)
+	for (i = 0; i < nres && mode == SNAPSHOT; i++)
 		if (rr[i].got != rr[i].count)
 			return KR_EINVAL;
 	/* Bytes after the end record: not a file this code wrote. */
@@ -612,12 +668,12 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 		st->fd = -1;
 		return st->load = KR_STATE_UNREADABLE;
 	}
-	r = load_file(st, rr, &what);
+	r = load_file(st, rr, SNAPSHOT, &what);
 	kr_port_fs_close(st->fd);
 	st->fd = -1;
 	st->loaded_bytes = st->total;
 	st->last_bytes = st->total;
-	if (r == 0 && (r = load_journal(st, rr, (uint32_t)top->nrefl)) < 0)
+	if (r == 0 && (r = load_journal(st, rr, (uint32_t)top->nrefl, APPLY)) < 0)
 		what = "its journal could not be applied";
 	if (r < 0) {
 		store_reset(top->store);
@@ -641,6 +697,9 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 		return st->load = KR_STATE_INVALID;
 	}
 	st->load = KR_STATE_LOADED;
+	/* An older version's journal takes no history records: the next write is a snapshot. */
+	if (st->version < KR_STATE_VERSION)
+		st->journal_ok = 0;
 	st->not_held_sum = not_held_sum(top->store);
 	fresh = st->o.max_stale_s >= 0 && kr_state_age_s(st) <= st->o.max_stale_s;
 	for (i = 0; i < top->nrefl; i++) {
@@ -653,6 +712,37 @@ enum kr_state_load kr_state_load(struct kr_state *st)
 	       kr_store_count(top->store, -1), st->path, (unsigned long long)st->loaded_bytes,
 	       st->replayed_groups, (long long)kr_state_age_s(st), (unsigned long long)st->last_bytes);
 	return st->load = KR_STATE_LOADED;
+}
+
+int kr_state_history(struct kr_state *st, const struct kr_state_history *h)
+{
+	struct res_rec rr[KR_MAX_RESOURCES];
+	const char *what;
+	int r;
+
+	st->hist = h;
+	if (st->load != KR_STATE_LOADED)
+		return 0;
+	memset(rr, 0, sizeof(rr));
+	st->len = st->pos = 0;
+	st->total = 0;
+	st->fd = kr_port_fs_open_read(st->path);
+	if (st->fd < 0) {
+		st->fd = -1;
+		return KR_EIO;
+	}
+	r = load_file(st, rr, HISTORY, &what);
+	kr_port_fs_close(st->fd);
+	st->fd = -1;
+	if (r == 0)
+		r = load_journal(st, rr, (uint32_t)st->top->nrefl, HISTORY);
+	if (r < 0)
+		kr_log(KR_LOG_WARN, "state: the relay's change history in %s could not be read again; "
+		       "watchers that resume from before this start get 410", st->path);
+	else if (st->hist_restored)
+		kr_log(KR_LOG_INFO, "state: restored %lu records of the relay's change history",
+		       st->hist_restored);
+	return r;
 }
 
 int64_t kr_state_age_s(const struct kr_state *st)
@@ -727,6 +817,42 @@ static void save_object(void *arg, const struct kr_store_view *v)
 		wr(st, v->obj, v->objlen);
 	wr_crc(st);
 	c->objects++;
+}
+
+/* One of the ring's records (struct kr_state_history's walk). */
+static void save_hist(void *arg, uint64_t seq, int res, int kind, const char *key, size_t keylen,
+		      const char *rv, size_t rvlen)
+{
+	struct save_ctx *c = arg;
+	struct kr_state *st = c->st;
+	unsigned char h[HIST_HEAD];
+
+	if (res < 0 || res >= st->top->nrefl || kind < 0 || (unsigned)kind >= HIST_KINDS ||
+	    keylen >= KR_KEY_MAX || rvlen >= KR_RV_MAX)
+		return;                /* not one the load would take: the next starts afresh */
+	h[0] = REC_HIST;
+	h[1] = (unsigned char)kind;
+	h[2] = (unsigned char)rvlen;
+	h[3] = 0;
+	put16(h + 4, (uint32_t)res);
+	put16(h + 6, (uint32_t)keylen);
+	put64(h + 8, seq);
+	st->crc = 0;
+	wr(st, h, sizeof(h));
+	wr(st, key, keylen);
+	wr(st, rv, rvlen);
+	wr_crc(st);
+	c->objects++;
+}
+
+/* The ring's records from st->hist_next on (all of them: 0); returns how many. */
+static uint32_t wr_history(struct kr_state *st, uint64_t from)
+{
+	struct save_ctx c = { st, 0 };
+
+	if (st->hist)
+		st->hist_next = st->hist->walk(st->hist->arg, from, save_hist, &c);
+	return c.objects;
 }
 
 /* Nonzero when resource r's store entries are exactly its state at its last_rv. */
@@ -886,6 +1012,7 @@ static int write_snapshot(struct kr_state *st, const char **step, uint32_t *obje
 	wr(st, h, sizeof(h));
 	wr_res_records(st);
 	kr_store_foreach(top->store, -1, save_object, &c);
+	wr_history(st, 0);
 	memset(e, 0, sizeof(e));
 	e[0] = REC_END;
 	put32(e + 4, c.objects);
@@ -948,6 +1075,7 @@ static int append_journal(struct kr_state *st, const char **step, uint32_t *obje
 			wr_crc(st);
 		}
 	}
+	nrec += wr_history(st, st->hist_next);
 	wr_res_records(st);
 	nrec += (uint32_t)st->top->nrefl;
 	memset(e, 0, sizeof(e));

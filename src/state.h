@@ -22,12 +22,21 @@
  *                                                      the mirror was partial, list on restart)
  *     object   'O' u8 rvlen u8 uidlen u8 held u16 res u16 keylen u32 objlen
  *              key rv uid obj[objlen] u32 crc       (count of each resource)
+ *     history  'H' u8 type u8 rvlen u8 0 u16 res u16 keylen u64 seq key rv u32 crc
+ *              (version 2, any number, oldest first: the --listen relay's ring
+ *              of changes, so that its watchers resume across its restart)
  *     end      'E' 0 0 0 u32 objects u32 crc
  *
  * Journal: "KRJOURN\n" u32 version u64 config u64 generation u32 crc, then
  * groups of object records (as above: the object now), delete records
- * 'D' 0 u16 res u16 keylen key u32 crc, resource records (as above: the
+ * 'D' 0 u16 res u16 keylen key u32 crc, history records (version 2: the
+ * ring's records since the last write), resource records (as above: the
  * resourceVersion now) and a commit 'C' 0 0 0 u32 records u32 crc.
+ *
+ * Version 1 (no history records) still loads; version 2 is written. A
+ * history record's seq numbers the ring's records: one that does not follow
+ * the record before it (the ring passed records between two writes) starts
+ * the history afresh, so what is restored never has a hole.
  *
  * `config` is a hash of what the mirror depends on: the server, each
  * resource (group, version, plural, namespace, selectors) and whether
@@ -69,11 +78,23 @@
 #define KR_STATE_JOURNAL_KEY_BYTES 16384u
 #endif
 
-#define KR_STATE_VERSION 1u
+#define KR_STATE_VERSION 2u            /* written; 1 (no history records) still loads */
 #define KR_STATE_HEADER_BYTES 44u
 #define KR_STATE_JOURNAL_HEADER_BYTES 32u
 
 struct kr_reflect;
+
+/* The relay's ring of changes, saved with the mirror (src/serve.c has it). */
+struct kr_state_history {
+	void *arg;
+	/* Gives fn each record numbered from `from` on, oldest first; returns the next number. */
+	uint64_t (*walk)(void *arg, uint64_t from,
+			 void (*fn)(void *ctx, uint64_t seq, int res, int type, const char *key,
+				    size_t keylen, const char *rv, size_t rvlen),
+			 void *ctx);
+	/* One record read back (key "" for a mark), in the order written. */
+	void (*add)(void *arg, uint64_t seq, int res, int type, const char *key, const char *rv);
+};
 
 struct kr_state_opts {
 	const char *dir;               /* NULL or "": no state directory */
@@ -117,6 +138,12 @@ struct kr_state {
 	char jkeys[KR_STATE_JOURNAL_KEY_BYTES]; /* changed keys: res byte, key, NUL */
 	unsigned long appends;
 	unsigned long replayed_groups; /* journal groups the load applied */
+
+	/* the ring of changes (NULL: none is saved) */
+	const struct kr_state_history *hist;
+	uint64_t hist_next;            /* the first record the next journal group writes */
+	unsigned long hist_restored;   /* records kr_state_history gave back */
+	uint32_t version;              /* of the snapshot being read */
 
 	/* what the load found */
 	enum kr_state_load load;
@@ -189,6 +216,14 @@ void kr_state_event(void *arg, const struct kr_event *ev);
  * the child).
  */
 int kr_state_save(struct kr_state *st, int force);
+
+/*
+ * From now on each write saves h's records too, and, if the load restored
+ * the mirror, the records saved with it are given to h->add (read again
+ * from the snapshot and its journal). Call before the loop runs. Returns 0
+ * or a negative KR_E code (the history is then not restored; the mirror is).
+ */
+int kr_state_history(struct kr_state *st, const struct kr_state_history *h);
 
 /* At a clean stop: one last snapshot if objects or resourceVersions moved since the last one. */
 void kr_state_close(struct kr_state *st);

@@ -2,8 +2,8 @@
 """One relay before many watchers (make bench-fanout).
 
     python3 tests/bench/fanout.py [--kreflect build/kreflect] [--relay build/x86_64-fanout/kreflect]
-                                  [--sizes 1,10,100,500] [--real 100] [--changes 30]
-                                  [--scheme http] [--ca FILE] [--token-file FILE]
+                                  [--sizes 1,10,100,500] [--real 100] [--changes 30] [--burst 0]
+                                  [--scheme http] [--ca FILE] [--token-file FILE] [--tls]
 
 Upstream is the test API server (tests/apiserver/, plain HTTP, no auth, 100 ConfigMaps of
 256 bytes). For each number of downstream watchers W, two runs:
@@ -27,9 +27,15 @@ time: the next waits until every watcher has the previous one. Reported per run:
 - from an upstream change (the control call's return) to the last watcher holding it:
   median and max over the changes.
 
+With --burst M, M more changes then go back to back, none waited for: the relay's CPU per
+event per watcher for them and the time from the upstream accepting the last to the last
+watcher holding it. Paced, each change is one wake-up of the relay; in a burst one wake-up
+carries many, so what the relay spends per wake-up is shared among them.
+
 --scheme/--ca/--token-file are passed to the relay's downstreams, for a relay that
 serves TLS or wants a token (the relay itself always reaches the upstream over plain
-HTTP). The table goes to stdout (Markdown) and build/bench/fanout.{md,json}
+HTTP); --tls makes the relay serve TLS with the test server's certificate and token and
+sets the three. The table goes to stdout (Markdown) and build/bench/fanout.{md,json}
 (fanout-callgrind.{md,json} with --callgrind, whose CPU and memory columns are valgrind's). Every wait
 is bounded; a run whose watchers do not all sync or see a change is reported as such.
 """
@@ -189,13 +195,23 @@ def port_ready(port):
         return False
 
 
-def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False):
+def tls_ready(port):
+    """The relay's TLS port accepts a connection (its /readyz needs the token)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def start_relay(binary, upstream_url, port, workdir, max_conns, callgrind=False, extra=()):
     err = open(os.path.join(workdir, "relay.err"), "wb")
     pre = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/callgrind.%%p" % workdir] if callgrind else []
     p = subprocess.Popen(pre + [binary, "--server", upstream_url, "-o", "none", "--listen", "127.0.0.1:%d" % port,
                           "--listen-max-conns", str(max_conns),
-                          "-v", "1", "configmaps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-    wait_for(lambda: port_ready(port), 120 if callgrind else 20, "the relay to be ready")
+                          "-v", "1"] + list(extra) + ["configmaps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+    wait_for(lambda: port_ready(port) if not extra else p.poll() is None and tls_ready(port),
+             120 if callgrind else 20, "the relay to be ready")
     return p
 
 
@@ -225,7 +241,7 @@ def one_run(a, srv, workdir, mode, n):
     target_url = up_url
     if mode == "relay":
         rport = free_port()
-        relay = start_relay(a.relay, up_url, rport, workdir, a.relay_max_conns, a.callgrind)
+        relay = start_relay(a.relay, up_url, rport, workdir, a.relay_max_conns, a.callgrind, a.relay_tls)
         target_port = rport
         target_url = "%s://127.0.0.1:%d" % (a.scheme, rport)
     w = Watchers()
@@ -274,6 +290,27 @@ def one_run(a, srv, workdir, mode, n):
         us1 = user_sys_ticks(relay.pid) if relay else (0, 0)
         if relay and a.callgrind:
             row.update(callgrind_counts(relay.pid, workdir, a.changes * n))
+        if a.burst:
+            # The same ConfigMap changed --burst times back to back, nobody waited for:
+            # the relay reads many events per wake-up (a steady busy stream).
+            first = int(ctl.rv()) + 1
+            want = str(first + a.burst - 1)
+            w.expect(want)
+            bc0 = cpu_ns(relay.pid) if relay else 0
+            for k in range(a.burst):
+                r = ctl.update("configmaps", "default", PROBE, data={"burst": str(k)})
+            if r["resourceVersion"] != want:
+                raise RuntimeError("burst ended at resourceVersion %s, not %s" % (r["resourceVersion"], want))
+            t = time.monotonic()
+            try:
+                wait_for(w.all_seen, 30 + n * 0.1, "every watcher to see the burst's last change")
+                with w.lock:
+                    row["burst_last_ms"] = round((max(w.seen) - t) * 1000, 1)
+            except RuntimeError:
+                row["burst_missed"] = True
+            if relay:
+                row["burst_cpu_us_per_event_watcher"] = round((cpu_ns(relay.pid) - bc0) / 1e3 / (a.burst * n), 2)
+            row["burst"] = a.burst
         entries = ctl.log(since=since)
         row.update({
             "real_kreflects": real, "raw_watches": n - real, "changes": a.changes, "missed_changes": missed,
@@ -320,6 +357,16 @@ def table(rows):
             "%s (%s / %s)" % (g(r, "relay_cpu_us_per_event_watcher"), g(r, "relay_user_ms"), g(r, "relay_sys_ms")),
             g(r, "relay_vmhwm_kb"), g(r, "relay_rssanon_kb"),
             g(d, "latency_median_ms"), g(d, "latency_max_ms"), g(r, "latency_median_ms"), g(r, "latency_max_ms")))
+    bu = [r for r in rows if r.get("burst")]
+    if bu:
+        out += ["", "A burst (%d changes back to back, not waited for; the relay's CPU per event per watcher, and "
+                "the time from the upstream accepting the last change to the last watcher holding it):"
+                % bu[0]["burst"], "",
+                "| watchers | mode | relay CPU µs per event per watcher | last change to last watcher ms |",
+                "|---:|---|---:|---:|"]
+        out += ["| %d | %s | %s | %s |" % (r["watchers"], r["mode"], r.get("burst_cpu_us_per_event_watcher", "-"),
+                                          "missed" if r.get("burst_missed") else r.get("burst_last_ms"))
+                for r in bu]
     cg = [r for r in rows if r.get("relay_instructions")]
     if cg:
         out += ["", "Under callgrind (user-space instructions of the relay for the changes; poll() in the kernel "
@@ -337,13 +384,22 @@ def main():
     ap.add_argument("--sizes", default="1,10,100,500")
     ap.add_argument("--real", type=int, default=100, help="real kreflect watchers at most (the rest raw)")
     ap.add_argument("--changes", type=int, default=30)
+    ap.add_argument("--burst", type=int, default=0,
+                    help="after the paced changes, this many more back to back (many events per wake-up)")
     ap.add_argument("--modes", default="direct,relay")
     ap.add_argument("--callgrind", action="store_true",
                     help="run the relay under callgrind: instructions per event per watcher, poll()'s share")
     ap.add_argument("--scheme", default="http")
     ap.add_argument("--ca")
     ap.add_argument("--token-file")
+    ap.add_argument("--tls", action="store_true",
+                    help="the relay serves TLS (the test server's certificate, its token); its kreflect "
+                         "watchers connect with its CA and token. At most KR_SERVE_TLS_CONNS (16) sessions "
+                         "in a default build: raw watchers are plain HTTP only")
     a = ap.parse_args()
+    a.relay_tls = ()
+    if a.tls and any(int(x) > min(a.real, 16) for x in a.sizes.split(",")):
+        sys.exit("fanout: --tls takes at most 16 watchers, all kreflects (KR_SERVE_TLS_CONNS sessions)")
     for b in (a.kreflect, a.relay):
         if not os.access(b, os.X_OK):
             sys.exit("fanout: %s is missing: make bench-fanout builds it" % b)
@@ -354,6 +410,11 @@ def main():
         with ServerProcess(["--plain-http", "--no-auth", "--initial", "100", "--initial-size", "256"],
                            workdir=updir) as srv:
             srv.control.create("configmaps", "default", PROBE, data={"seq": "-"})
+            if a.tls:
+                a.scheme, a.ca, a.token_file = "https", os.path.join(updir, "ca.crt"), srv.ready["token_file"]
+                a.relay_tls = ("--listen-cert-file", os.path.join(updir, "server.crt"),
+                               "--listen-key-file", os.path.join(updir, "server.key"),
+                               "--listen-token-file", srv.ready["token_file"])
             for n in [int(x) for x in a.sizes.split(",")]:
                 for mode in a.modes.split(","):
                     t0 = time.monotonic()
@@ -373,7 +434,7 @@ def main():
         f.write(md + "\n")
     with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(rows, f, indent=1)
-    return 1 if any("error" in r or r.get("missed_changes") for r in rows) else 0
+    return 1 if any("error" in r or r.get("missed_changes") or r.get("burst_missed") for r in rows) else 0
 
 
 if __name__ == "__main__":

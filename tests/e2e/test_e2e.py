@@ -165,12 +165,12 @@ def fold(lines):
 
 class Kreflect:
     def __init__(self, s, args, name, token_file=None, server_url=None, resources=("configmaps",),
-                 verbosity="2", auth=True, extra_env=None):
+                 verbosity="2", auth=True, extra_env=None, binary=None):
         self.s, self.name = s, name
         srv = s.srv
         self.out_path = os.path.join(s.dir, name + ".out")
         self.err_path = os.path.join(s.dir, name + ".err")
-        cmd = [BIN]
+        cmd = [binary or BIN]      # or a peer that takes kreflect's flags and prints its lines
         if srv is not None or server_url:
             cmd += ["--server", server_url or srv.ready["server"]]
         if srv is not None:

@@ -19,6 +19,11 @@
  * power cut at every step; every start must find the state after the first
  * group or after the second.
  *
+ * Each write also saves the relay's ring of changes (state_fixture.h): 3
+ * records with the old mirror, 5 after the first journal group, 8 with the
+ * new one. A start that loads a mirror must get back the ring written with
+ * that same mirror, as a run from the first record.
+ *
  * Input: byte 0: bit 0 an old snapshot exists, bit 1 the journal, bit 2 the
  * commits inline (else the way of the child process that kreflect uses by
  * default: the same steps, played by tests/fuzz/memfs.h); the rest, three
@@ -208,11 +213,13 @@ static void describe(const uint8_t *data, size_t size)
 	}
 }
 
+static uint64_t h_old, h_new;     /* the ring's records with the old and the new mirror */
+
 /* The load after a cut: old or new, whole; never nothing when there was an old. */
 static void check_load(long k, int finished, int mode, int had_old, uint64_t d_old, uint64_t d_new)
 {
 	enum kr_state_load got;
-	uint64_t d;
+	uint64_t d, h;
 
 	fx_setup();
 	got = kr_state_load(&fx_st);
@@ -227,6 +234,15 @@ static void check_load(long k, int finished, int mode, int had_old, uint64_t d_o
 	}
 	if (finished && mode == MEMFS_DURABLE && d != d_new) {
 		fprintf(stderr, "a finished write is not the state loaded after a power cut\n");
+		abort();
+	}
+	if (got != KR_STATE_LOADED)
+		return;
+	h = fx_history_back();
+	if (!((d == d_old && h == h_old) || (d == d_new && h == h_new))) {
+		fprintf(stderr, "cut before change %ld, disk mode %d: %llu records of the ring came back "
+			"with the mirror (old %llu, new %llu)\n", k, mode, (unsigned long long)h,
+			(unsigned long long)h_old, (unsigned long long)h_new);
 		abort();
 	}
 }
@@ -275,16 +291,20 @@ static void journal_run(void)
 
 		disk_restore();
 		fx_setup();
-		if (kr_state_load(&fx_st) != KR_STATE_LOADED)
+		if (kr_state_load(&fx_st) != KR_STATE_LOADED || fx_history_back() != 3)
 			abort();
 		apply_diff(old_m, n_old, mid_m, n_mid);
 		fx_synced("700", "701");
+		fx_hist_n = 5;
 		if (kr_state_save(&fx_st, 1) != 1 || fx_digest() != d_mid)
 			abort();
 		apply_diff(mid_m, n_mid, new_m, n_new);
 		fx_synced("900", "901");
 		if (fx_digest() != d_new)
 			abort();
+		fx_hist_n = 8;
+		h_old = 5;
+		h_new = 8;
 		memfs_cut(k);
 		r = kr_state_save(&fx_st, 1);
 		finished = memfs.ops < k;
@@ -308,6 +328,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fx_commit_inline = (data[0] & 4) != 0;
 	describe(data, size);
 	memfs_init();
+	fx_hist_n = 3;
+	h_old = 3;
+	h_new = 8;
 	/* The new mirror's digest, from a store that holds it. */
 	fx_setup();
 	fill_store(new_m, n_new, "900", "901");
@@ -330,6 +353,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		disk_restore();
 		fx_setup();
 		fill_store(new_m, n_new, "900", "901");
+		fx_hist_n = 8;
 		memfs_cut(k);
 		r = kr_state_save(&fx_st, 1);
 		finished = memfs.ops < k;

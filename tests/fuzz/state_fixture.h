@@ -57,6 +57,59 @@ void __wrap_kr_port_log_write(const char *line, size_t len)
 		fprintf(stderr, "%.*s", (int)len, line);
 }
 
+/*
+ * The relay's ring of changes, as the state sees it: records 0 .. fx_hist_n - 1,
+ * record i a MODIFIED of default/h at resourceVersion i. What a load gives back
+ * must be a run of them from 0, in order (each at most twice: a journal group
+ * may repeat what its snapshot holds).
+ */
+static uint64_t fx_hist_n;
+static uint64_t fx_hist_got;       /* the next record expected back */
+static int fx_hist_bad;
+
+static uint64_t fx_hist_walk(void *arg, uint64_t from,
+			     void (*fn)(void *ctx, uint64_t seq, int res, int type, const char *key,
+					size_t keylen, const char *rv, size_t rvlen),
+			     void *ctx)
+{
+	char rv[24];
+	uint64_t q;
+
+	(void)arg;
+	for (q = from; q < fx_hist_n; q++)
+		fn(ctx, q, 0, 1, "default/h", 9, rv, (size_t)snprintf(rv, sizeof(rv), "%llu",
+								      (unsigned long long)q));
+	return fx_hist_n;
+}
+
+static void fx_hist_add(void *arg, uint64_t seq, int res, int type, const char *key, const char *rv)
+{
+	char want[24];
+
+	(void)arg;
+	if (seq < fx_hist_got)
+		return;
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)seq);
+	if (seq != fx_hist_got || res != 0 || type != 1 || strcmp(key, "default/h") != 0 ||
+	    strcmp(rv, want) != 0)
+		fx_hist_bad = 1;
+	fx_hist_got = seq + 1;
+}
+
+static const struct kr_state_history fx_hist = { NULL, fx_hist_walk, fx_hist_add };
+
+/* After a load: the ring saved with it, read back; returns how many records it holds. */
+static inline uint64_t fx_history_back(void)
+{
+	fx_hist_got = 0;
+	fx_hist_bad = 0;
+	if (kr_state_history(&fx_st, &fx_hist) != 0 || fx_hist_bad) {
+		fprintf(stderr, "the ring of changes saved with a loaded mirror is not a run from 0\n");
+		abort();
+	}
+	return fx_hist_got;
+}
+
 /* Everything as at start-up, over the disk memfs holds now. */
 static void fx_setup(void)
 {
@@ -84,6 +137,7 @@ static void fx_setup(void)
 	so.commit_inline = fx_commit_inline;
 	if (kr_state_init(&fx_st, &fx_top, &fx_loop, &so, err, sizeof(err)) != 0)
 		abort();
+	kr_state_history(&fx_st, &fx_hist);   /* nothing loaded yet: only the hook */
 }
 
 /* An order-free digest of the store and each resource's resourceVersion. */

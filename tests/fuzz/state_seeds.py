@@ -40,6 +40,11 @@ def delete(r, key):
     return rec(struct.pack("<BBHH", ord("D"), 0, r, len(key)) + key)
 
 
+def hist(kind, r, seq, key, rv):
+    """A history record (version 2): kind 0 added, 1 modified, 2 deleted, 3 a mark (no key)."""
+    return rec(struct.pack("<BBBBHHQ", ord("H"), kind, len(rv), 0, r, len(key), seq) + key + rv)
+
+
 def commit(n):
     return rec(struct.pack("<BBBBI", ord("C"), 0, 0, 0, n))
 
@@ -55,7 +60,19 @@ load = {
     "valid-empty": b"\x01" + empty,
     "truncated": b"\x01" + body[:len(body) * 2 // 3],
     "bit-flipped": b"\x01" + body[:40] + bytes([body[40] ^ 0x10]) + body[41:],
-    "wrong-version": b"\x00" + header(2, 2) + body,
+    "wrong-version": b"\x00" + header(3, 2) + body,
+    # bit 2: a version-1 header (no history records): still loads
+    "v1-valid": b"\x05" + body,
+    "v1-with-history": b"\x05" + body[:-len(end(3))] + hist(1, 0, 5, b"default/a", b"101") + end(3),
+    "history-valid": b"\x01" + body[:-len(end(3))] + hist(3, 0, 4, b"", b"100") +
+                     hist(1, 0, 5, b"default/a", b"101") + hist(0, 0, 6, b"default/b", b"102") + end(3),
+    "history-gap": b"\x01" + body[:-len(end(3))] + hist(1, 0, 5, b"default/a", b"101") +
+                   hist(0, 0, 9, b"default/b", b"102") + end(3),
+    "history-bad-kind": b"\x01" + body[:-len(end(3))] + hist(4, 0, 5, b"default/a", b"101") + end(3),
+    "history-mark-with-key": b"\x01" + body[:-len(end(3))] + hist(3, 0, 5, b"default/a", b"101") + end(3),
+    "history-resource-out-of-range": b"\x01" + body[:-len(end(3))] + hist(1, 5, 5, b"x/a", b"1") + end(3),
+    "journal-history": b"\x03" + obj(0, b"default/c", b"20", b"u3", CM) + hist(0, 0, 0, b"default/c", b"20") +
+                       res(0, b"20", 0) + res(1, b"11", 0) + commit(4),
     "other-config": b"\x00" + header(1, 2) + body,
     "huge-count": b"\x01" + res(0, b"5", 0xffffffff) + res(1, b"6", 0) + end(0),
     "huge-object": b"\x01" + res(0, b"5", 1) + res(1, b"6", 0) +

@@ -37,6 +37,7 @@ from test_e2e import Fail, check, wait_until  # noqa: E402
 e2e.SCENARIOS = []
 scenario = e2e.scenario
 NS = "/api/v1/namespaces/default/configmaps"
+CLIENT_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
 KUBECTL = os.environ.get("KR_KUBECTL") or os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
 
 
@@ -992,6 +993,36 @@ def t_tls_downstream(s):
     s.check_mirror(bycert)
     lo = [x for x in s.ctl.log() if x["path"] == NS]
     check(all("127.0.0.1:%d" % port not in json.dumps(x) for x in lo), "the downstream reached the API server")
+
+
+@scenario("ServeTLSClientGo", 15)
+def t_tls_client_go(s):
+    """client-go's Reflector (build/peers/client-go-peer) mirrors the relay over TLS with the
+    relay's CA, by token and by client certificate, and follows its changes."""
+    check(os.access(CLIENT_GO, os.X_OK), "no client-go peer at %s (make peers)" % CLIENT_GO)
+    wd, kr, port = tls_setup(s)
+    url = "https://127.0.0.1:%d" % port
+    bytok = s.kreflect(server_url=url, name="client-go-token", binary=CLIENT_GO)
+    bycert = s.kreflect("--client-certificate", os.path.join(wd, "client.crt"),
+                        "--client-key", os.path.join(wd, "client.key"), server_url=url, auth=False,
+                        name="client-go-cert", binary=CLIENT_GO)
+    for p in (bytok, bycert):
+        p.wait_synced(1)
+        s.check_mirror(p)
+    s.update("cm-1", {"k": "changed"})
+    s.delete("cm-2")
+    s.create("new", {"k": "new"})
+    for p in (bytok, bycert):
+        s.check_mirror(p)
+    # Given another certificate as its CA (the last --certificate-authority counts), client-go
+    # does not trust the relay: no sync, and the relay goes on.
+    other = s.kreflect("--certificate-authority", os.path.join(wd, "client.crt"), server_url=url,
+                       name="client-go-other-ca", binary=CLIENT_GO)
+    time.sleep(e2e.late(2))
+    check(not [x for x in other.snapshot() if x.get("type") == "SYNCED"],
+          "client-go synced from a relay whose certificate it was not given the CA of")
+    check(tls_get(port, tls_ctx(os.path.join(wd, "ca.crt")), "/healthz", token_of(s))[0] == 200,
+          "the relay stopped serving")
 
 
 @scenario("ServeTLSSessionsBound", 12)

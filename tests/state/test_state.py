@@ -14,14 +14,18 @@ import http.server
 import json
 import os
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import test_e2e as e  # noqa: E402
-from test_e2e import W, check, expect_requests, fold, late, wait_until  # noqa: E402
+from control import free_port  # noqa: E402
+from test_e2e import NS_PATH, W, check, expect_requests, fold, late, wait_until  # noqa: E402
 
 e.SCENARIOS.clear()
 scenario = e.scenario
@@ -110,6 +114,16 @@ def second_run(s, *extra, **kw):
     before = len(s.reqs())
     kr = s.kreflect(*state_args(s, *extra), name=kw.pop("name", "second"), **kw)
     return kr, before
+
+
+def resumed(s, rv, *extra):
+    """A second run that must resume by one watch from rv: no list, nothing printed."""
+    kr, before = second_run(s, *extra)
+    kr.wait_synced()
+    s.settle(0.5)
+    expect_requests(s.reqs()[before:], [W(rv, status="open")], "the restart's requests (no LIST or watch-list)")
+    check(not objects(kr), "the restart printed %s" % names(objects(kr)))
+    return kr
 
 
 @scenario("StateRestartNothingChanged", 5)
@@ -462,12 +476,8 @@ def t_journal_after_kill(s):
     wait_until(lambda: "state: journal: 2 changed objects" in kr.stderr(), 5, "a journal group")
     rv = s.rv()
     kr.kill()                                   # no clean stop: no last snapshot
-    kr2, before = second_run(s)
-    kr2.wait_synced()
-    s.settle(0.5)
+    kr2 = resumed(s, rv)
     check("with 1 journal groups" in kr2.stderr(), "the journal was not replayed: %s" % kr2.stderr_tail())
-    expect_requests(s.reqs()[before:], [W(rv, status="open")], "the restart's requests")
-    check(not objects(kr2), "the restart printed %s" % names(objects(kr2)))
     f = files(s)
     check(f["o1"][2] == b"changed" and "o2" not in f and f["n"][2] == b"new", "files %s" % sorted(f))
 
@@ -490,6 +500,86 @@ def t_first_snapshot_at_sync(s):
     s.settle(0.5)
     expect_requests(s.reqs()[before:], [W(rv, status="open")], "the restart's requests (no LIST or watch-list)")
     check(not objects(kr2), "the restart printed %s" % names(objects(kr2)))
+
+
+def watch_events(port, rv, want, timeout=10):
+    """A raw watch on the --listen endpoint from rv: its events until want of them (or an ERROR)."""
+    c = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    c.sendall(("GET %s?watch=1&resourceVersion=%s HTTP/1.1\r\nHost: x\r\n\r\n" % (NS_PATH, rv)).encode())
+    buf, evs, end = b"", [], time.monotonic() + late(timeout)
+    try:
+        while time.monotonic() < end and len(evs) < want:
+            b = c.recv(65536)
+            if not b:
+                break
+            buf += b
+            evs = [json.loads(x) for x in buf.split(b"\r\n\r\n", 1)[-1].split(b"\n")
+                   if x.strip().startswith(b"{")]
+            if any(ev.get("type") == "ERROR" for ev in evs):
+                break
+    except OSError:
+        pass
+    finally:
+        c.close()
+    return evs
+
+
+@scenario("StateVersion1StillLoads", 5)
+def t_version1(s):
+    """A state directory written before the format had history records (version 1) restores."""
+    s.server()
+    first_run(s, 5)
+    rv = s.rv()
+    path = os.path.join(s.dir, "state", "state")
+    with open(path, "rb") as f:
+        b = bytearray(f.read())
+    check(b[:8] == b"KRSTATE\n" and struct.unpack_from("<I", b, 8)[0] == 2, "the snapshot is not version 2")
+    struct.pack_into("<I", b, 8, 1)
+    struct.pack_into("<I", b, 40, zlib.crc32(bytes(b[:40])))
+    with open(path, "wb") as f:
+        f.write(b)
+    kr = resumed(s, rv)
+    check("restored 5 objects" in kr.stderr(), "the version-1 snapshot was not restored: %s" % kr.stderr_tail())
+
+
+@scenario("StateRelayHistoryAcrossKill", 6)
+def t_relay_history(s):
+    """A relay (--listen) SIGKILLed and restarted with its state: a watcher resumes from a
+    resourceVersion its ring held before the kill and gets the changes after it, not a 410."""
+    s.server()
+    for i in range(4):
+        s.create("o%d" % i, {"o%d" % i: "v"})
+    port = free_port()
+    args = ("--listen", "127.0.0.1:%d" % port, "--state-interval", "1")
+    kr = s.kreflect(*state_args(s, *args), name="first")
+    kr.wait_synced()
+    wait_until(lambda: "state: snapshot of 4 objects" in kr.stderr(), 5, "the first snapshot")
+    s.update("o1", {"o1": "a"})
+    mid = s.rv()
+    s.update("o2", {"o2": "b"})
+    s.delete("o3")
+    wait_until(lambda: "state: journal:" in kr.stderr(), 5, "a journal group")
+    kr.kill()                                   # no clean stop: the snapshot and its journal
+    # Restarted while its upstream is away: not live, yet a watch from its saved ring is
+    # served (a list still waits for the sync: 503).
+    s.srv.stop()
+    kr2 = s.kreflect(*state_args(s, *args), name="second")
+    wait_until(lambda: "records of the relay's change history" in kr2.stderr(), 5,
+               "the history restored: %s" % kr2.stderr_tail())
+    wait_until(lambda: "serving the mirror" in kr2.stderr(), 5, "the endpoint")
+    r = socket.create_connection(("127.0.0.1", port), timeout=5)
+    r.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % NS_PATH).encode())
+    head = r.recv(64)
+    r.close()
+    check(head.startswith(b"HTTP/1.1 503"), "a list before the sync: %r" % head[:40])
+    evs = watch_events(port, mid, 2)
+    got = [(ev["type"], ev["object"]["metadata"].get("name")) for ev in evs]
+    check(got[:2] == [("MODIFIED", "o2"), ("DELETED", "o3")],
+          "a watch from %s after the restart got %s, expected o2 MODIFIED and o3 DELETED" % (mid, got))
+    # One the ring does not hold waits for the sync like a list: 503 (after it, a 410).
+    evs = watch_events(port, "1", 1)
+    check(evs and evs[0].get("code") == 503, "a watch from resourceVersion 1 before the sync got %s, expected "
+          "a 503" % evs[:1])
 
 
 if __name__ == "__main__":

@@ -230,3 +230,46 @@ KR_TEST(loop, before_timers_hook_runs_only_ahead_of_due_timers)
 	check(kr_loop_before_timers(&loop, count_hook, NULL) == KR_ENOSPC);
 	return 0;
 }
+
+static int got_of[3];
+
+static void note_got(struct kr_loop *loop, struct kr_source *s, int got)
+{
+	(void)loop;
+	got_of[(int)(long)s->arg] = got;
+}
+
+KR_TEST(loop, ready_sources_get_their_own_entry_in_place_or_compacted)
+{
+	struct kr_loop loop;
+	struct kr_source s[3];
+	struct kr_pollfd fds[KR_LOOP_MAX_SOURCES], one;
+	int i, n, wait;
+
+	kr_loop_init(&loop);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < 3; i++) {
+		s[i].fd = 40 + i;              /* never polled: the test sets what poll() would */
+		s[i].want = i == 1 ? 0 : KR_POLL_IN;
+		s[i].ready = note_got;
+		s[i].arg = (void *)(long)i;
+		check(kr_loop_add(&loop, &s[i]) == 0);
+	}
+	n = kr_loop_fds(&loop, fds, KR_LOOP_MAX_SOURCES, &wait);
+	check(n == 2 && fds[0].fd == 40 && fds[1].fd == 42);
+	check(s[0].slot == 0 && s[1].slot == -1 && s[2].slot == 1);
+	/* In place, as kr_loop_once hands them over. */
+	fds[0].got = 0;
+	fds[1].got = KR_POLL_IN | KR_POLL_ERR;
+	memset(got_of, 0, sizeof(got_of));
+	check(kr_loop_process(&loop, fds, n) == 1);
+	check(got_of[0] == 0 && got_of[1] == 0 && got_of[2] == (KR_POLL_IN | KR_POLL_ERR));
+	/* Compacted to the reported ones, as kr_client_process makes them: found by fd. */
+	one.fd = 42;
+	one.want = 0;
+	one.got = KR_POLL_OUT;
+	memset(got_of, 0, sizeof(got_of));
+	check(kr_loop_process(&loop, &one, 1) == 1);
+	check(got_of[0] == 0 && got_of[1] == 0 && got_of[2] == KR_POLL_OUT);
+	return 0;
+}

@@ -9,7 +9,7 @@
 // same way and the bench can run it as one more peer.
 //
 //	client-go-peer --server URL --certificate-authority CA --token-file FILE
-//	    [-n NS] [-l SELECTOR] [-v N] RESOURCE...
+//	    [--client-certificate CERT --client-key KEY] [-n NS] [-l SELECTOR] [-v N] RESOURCE...
 //
 // RESOURCE is a plural name of the core or apps group (configmaps, secrets,
 // pods, deployments) or PLURAL.GROUP/VERSION for any other. The WatchListClient
@@ -213,13 +213,15 @@ func (s *printingStore) Replace(list []interface{}, rv string) error {
 }
 
 func main() {
-	var server, caFile, tokenFile, ns, selector string
+	var server, caFile, tokenFile, certFile, keyFile, ns, selector string
 	var insecure bool
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	flag.StringVar(&server, "server", "", "API server URL")
 	flag.StringVar(&caFile, "certificate-authority", "", "CA bundle (PEM)")
 	flag.StringVar(&tokenFile, "token-file", "", "bearer token file (re-read by client-go)")
+	flag.StringVar(&certFile, "client-certificate", "", "client certificate (PEM), with --client-key")
+	flag.StringVar(&keyFile, "client-key", "", "its key (PEM)")
 	flag.StringVar(&ns, "n", "default", "namespace (\"\" = all)")
 	flag.StringVar(&selector, "l", "", "label selector")
 	flag.BoolVar(&insecure, "insecure-skip-tls-verify", false, "turn TLS verification off")
@@ -228,11 +230,12 @@ func main() {
 	klogFlags.Set("v", *v)
 	klogFlags.Set("logtostderr", "true")
 	if server == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: client-go-peer --server URL [--certificate-authority CA] [--token-file F] [-n NS] [-l SEL] RESOURCE...")
+		fmt.Fprintln(os.Stderr, "usage: client-go-peer --server URL [--certificate-authority CA] [--token-file F] [--client-certificate C --client-key K] [-n NS] [-l SEL] RESOURCE...")
 		os.Exit(2)
 	}
 	cfg := &rest.Config{Host: server, BearerTokenFile: tokenFile,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile, Insecure: insecure},
+		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile, CertFile: certFile, KeyFile: keyFile,
+			Insecure: insecure},
 		UserAgent:       "client-go-peer"}
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
