@@ -407,6 +407,18 @@ static long ll_add_port(int ruleset, uint16_t port, uint64_t access)
 
 static const char *const resolver_files[] = { "/etc/resolv.conf", "/etc/hosts" };
 
+/* A sanitizer build (tests only): LeakSanitizer reads /proc/PID/task at exit. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KR_SANDBOX_PROC_READ 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KR_SANDBOX_PROC_READ 1
+#endif
+#endif
+#ifndef KR_SANDBOX_PROC_READ
+#define KR_SANDBOX_PROC_READ 0
+#endif
+
 /* The Landlock domain: 0 (applied or noted as lacking), else a KR_E code with a->why. */
 static int landlock(struct apply *a, const struct kr_sandbox *sb)
 {
@@ -457,6 +469,9 @@ static int landlock(struct apply *a, const struct kr_sandbox *sb)
 		if (access(resolver_files[i], F_OK) == 0)
 			err = ll_add_path((int)ruleset, resolver_files[i], LL_FS_READ_FILE, fs, a->why,
 					  a->why_size) != 0;
+	if (!err && KR_SANDBOX_PROC_READ)
+		err = ll_add_path((int)ruleset, "/proc", LL_FS_READ_FILE | LL_FS_READ_DIR, fs, a->why,
+				  a->why_size) != 0;
 	for (i = 0; !err && abi >= 4 && i < KR_SANDBOX_PORTS && sb->connect[i]; i++)
 		if (ll_add_port((int)ruleset, sb->connect[i], LL_NET_CONNECT_TCP) != 0) {
 			kr_snprintf(a->why, a->why_size, "sandbox: Landlock refused port %u: %s",
