@@ -376,11 +376,58 @@ static void repair_object(struct kr_reflector *r, const struct meta *m, size_t o
 		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
 }
 
+/*
+ * A changed object the arena holds only once its own old version is gone:
+ * the store puts the new record beside the old one, so a held object that
+ * grows or stays as large, in a tail shorter than it plus the reserve, was
+ * recorded as present but not held (the mirror partial, a relist at the next
+ * delete) though compaction would have made the room (seed 5337, the arena
+ * packed tight by a restore). Drops the old version, compacts and holds the
+ * new one, telling the sinks as kr_store_put's MODIFIED or REPLACED would.
+ * Returns 1 when it did; 0 leaves the object to the ordinary put.
+ */
+static int hold_in_place(struct kr_reflector *r, const struct meta *m, size_t objlen)
+{
+	struct kr_store *s = r->top->store;
+	struct kr_store_view cur, now;
+	size_t need, room = s->size - s->used, live;
+	int replaced;
+
+	if (!kr_store_get(s, r->index, m->key, m->keylen, &cur) || !cur.held)
+		return 0;
+	need = KR_STORE_RECORD_SIZE(objlen, m->keylen, strlen(m->rv), strlen(m->uid));
+	if (need <= room && room - need >= s->reserve)
+		return 0;
+	live = s->used - s->garbage - KR_STORE_RECORD_SIZE(cur.objlen, m->keylen, strlen(cur.rv), strlen(cur.uid));
+	if (live + need + s->reserve > s->size || (strcmp(cur.rv, m->rv) == 0 && strcmp(cur.uid, m->uid) == 0) ||
+	    (r->index < KR_MAX_RESOURCES && s->quota[r->index] &&
+	     s->held_bytes[r->index] - cur.objlen + objlen > s->quota[r->index]))
+		return 0;
+	replaced = (*cur.uid && *m->uid && strcmp(cur.uid, m->uid) != 0) ||
+		   (r->list_verify && r->phase == KR_PH_LIST);
+	/* The old bytes are gone after the compaction: the sinks drop them first. */
+	if (replaced)
+		emit_view(r, KR_EV_DELETED, &cur);
+	kr_store_delete(s, r->index, m->key, m->keylen, NULL);
+	/* Moves only records below the tail: the new object, framed there, stays whole. */
+	kr_store_compact(s);
+	if (kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen, NULL) !=
+		    KR_STORE_ADDED ||
+	    !kr_store_get(s, r->index, m->key, m->keylen, &now))
+		return 1; /* cannot happen: the room was counted above */
+	emit(r, replaced ? KR_EV_ADDED : KR_EV_MODIFIED, m->key, m->rv, now.obj, now.objlen, 0);
+	return 1;
+}
+
 static void apply_object(struct kr_reflector *r, const struct meta *m, size_t objlen)
 {
 	struct kr_store_view old;
-	int res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid,
-			       r->scratch, objlen, r->gen, &old);
+	int res;
+
+	if (hold_in_place(r, m, objlen))
+		return;
+	res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen,
+			   &old);
 
 	switch (res) {
 	case KR_STORE_ADDED:
