@@ -393,7 +393,7 @@ static int hold_in_place(struct kr_reflector *r, const struct meta *m, size_t ob
 	size_t need, room = s->size - s->used, live;
 	int replaced;
 
-	if (!kr_store_get(s, r->index, m->key, m->keylen, &cur) || !cur.held)
+	if (!KR_HOLD_IN_PLACE || !kr_store_get(s, r->index, m->key, m->keylen, &cur) || !cur.held)
 		return 0;
 	need = KR_STORE_RECORD_SIZE(objlen, m->keylen, strlen(m->rv), strlen(m->uid));
 	if (need <= room && room - need >= s->reserve)
