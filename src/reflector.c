@@ -419,10 +419,27 @@ static int hold_in_place(struct kr_reflector *r, const struct meta *m, size_t ob
 	return 1;
 }
 
+#define ARENA_USED_UP "the arena is used up"
+
+/*
+ * A named object the store could not record, not even its key: counted for
+ * the sync (partial), and whether the cause was the arena (its key-only
+ * record did not fit, the index had a slot) rather than the index.
+ */
+static void not_stored(struct kr_reflector *r, const char *key, size_t keylen, int res)
+{
+	const struct kr_store *s = r->top->store;
+
+	r->skipped++;
+	r->skipped_known++;
+	if (res == KR_ENOSPC && (s->nentries < s->max_entries || kr_store_get(s, r->index, key, keylen, NULL)))
+		r->skipped_arena++;
+}
+
 static void apply_object(struct kr_reflector *r, const struct meta *m, size_t objlen)
 {
 	struct kr_store_view old;
-	int res;
+	int res, arena;
 
 	if (hold_in_place(r, m, objlen))
 		return;
@@ -468,17 +485,22 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		break;
 	default:
 		/*
-		 * Not even its key fits (index full): keep the old state rather than
-		 * let a sweep drop it, and say the sync is partial. One line per
-		 * object would flood the log: the first few, then the count at SYNCED.
+		 * Not even its key fits (index full, or the arena used up to the bytes
+		 * a name takes): keep the old state rather than let a sweep drop it,
+		 * and say the sync is partial. One line per object would flood the
+		 * log: the first few, then the count at SYNCED.
 		 */
-		r->skipped++;
-		r->skipped_known++;
+		arena = r->skipped_arena;
+		not_stored(r, m->key, m->keylen, res);
 		kr_store_mark(r->top->store, r->index, m->key, m->keylen, r->gen);
-		if (r->skipped <= 3)
-			kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (--max-objects is %u)%s",
-			       r->res.name, m->key, kr_strerror(res), (unsigned)r->top->store->max_entries,
-			       r->skipped == 3 ? "; further ones are counted at the sync" : "");
+		if (r->skipped > 3)
+			break;
+		arena = r->skipped_arena > arena;
+		kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (--%s is %zu)%s", r->res.name, m->key,
+		       arena ? ARENA_USED_UP ", not even its name fits" : kr_strerror(res),
+		       arena ? "arena-bytes" : "max-objects",
+		       arena ? (size_t)r->top->store->size : (size_t)r->top->store->max_entries,
+		       r->skipped == 3 ? "; further ones are counted at the sync" : "");
 		break;
 	}
 }
@@ -595,9 +617,11 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 		       "state rather than deleting it", r->res.name, r->skipped);
 	else
 		swept = kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
+	/* The index full, or (an index with slots) the arena used up even for names. */
 	if (r->skipped && r->skipped == r->skipped_known)
-		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: no room in the index "
-		       "(--max-objects)", r->res.name, r->skipped);
+		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: %s (--%s)", r->res.name,
+		       r->skipped, r->skipped_arena ? ARENA_USED_UP ", even for their names" : "no room in the index",
+		       r->skipped_arena ? "arena-bytes" : "max-objects");
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->rv_unavailable = 0;
 	r->unindexed = r->skipped_known;
@@ -893,8 +917,7 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 		res = kr_store_put(r->top->store, r->index, k->key, k->keylen, k->rv, k->uid, NULL, 0,
 				   r->gen, &old);
 		if (res < 0) {
-			r->skipped++;
-			r->skipped_known++;
+			not_stored(r, k->key, k->keylen, res);
 			return -1;
 		}
 		/*
@@ -1431,6 +1454,7 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 		r->gen++;
 		r->skipped = 0;
 		r->skipped_known = 0;
+		r->skipped_arena = 0;
 		r->list_full_retry = 1;
 		r->continue_token[0] = '\0';
 		r->list_limit = 0;
@@ -1845,6 +1869,7 @@ static void request(struct kr_reflector *r, int kind)
 		r->last_bookmark = 0;
 		r->skipped = 0;
 		r->skipped_known = 0;
+		r->skipped_arena = 0;
 		/* The cadence is the server's, kept across re-watches (and restored from a snapshot). */
 		req.idle_timeout_ms = kr_cadence_idle_ms(&top->cadence);
 		if (kind == REQ_WATCHLIST) {
@@ -1907,6 +1932,7 @@ static void start_list(struct kr_reflector *r)
 	r->listing = 1;
 	r->skipped = 0;
 	r->skipped_known = 0;
+	r->skipped_arena = 0;
 	r->list_pages = 0;
 	r->list_full_retry = 0;
 	r->list_expired_retried = 0;
