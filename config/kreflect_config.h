@@ -325,6 +325,14 @@
 #ifndef KR_TLS_ERROR_TEXTS_FULL
 #define KR_TLS_ERROR_TEXTS_FULL 1
 #endif
+/*
+ * A changed object that fits the arena only in its old version's place is
+ * held there (a compaction; about 770 bytes of code). 0: it is present but
+ * not held, the mirror partial until the relist the next delete makes.
+ */
+#ifndef KR_HOLD_IN_PLACE
+#define KR_HOLD_IN_PLACE 1
+#endif
 
 /* --- checks ---------------------------------------------------------------------- */
 

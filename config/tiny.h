@@ -51,6 +51,10 @@
 #ifndef KR_TLS_ERROR_TEXTS_FULL
 #define KR_TLS_ERROR_TEXTS_FULL 0
 #endif
+/* A changed object held in its old version's place: the code would cost the file a 4 KiB step. */
+#ifndef KR_HOLD_IN_PLACE
+#define KR_HOLD_IN_PLACE 0
+#endif
 #ifndef KR_PEM_MAX
 #define KR_PEM_MAX (16u * 1024u)
 #endif

@@ -376,11 +376,75 @@ static void repair_object(struct kr_reflector *r, const struct meta *m, size_t o
 		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
 }
 
+/*
+ * A changed object the arena holds only once its own old version is gone:
+ * the store puts the new record beside the old one, so a held object that
+ * grows or stays as large, in a tail shorter than it plus the reserve, was
+ * recorded as present but not held (the mirror partial, a relist at the next
+ * delete) though compaction would have made the room (seed 5337, the arena
+ * packed tight by a restore). Drops the old version, compacts and holds the
+ * new one, telling the sinks as kr_store_put's MODIFIED or REPLACED would.
+ * Returns 1 when it did; 0 leaves the object to the ordinary put.
+ */
+static int hold_in_place(struct kr_reflector *r, const struct meta *m, size_t objlen)
+{
+	struct kr_store *s = r->top->store;
+	struct kr_store_view cur, now;
+	size_t need, room = s->size - s->used, live;
+	int replaced;
+
+	if (!KR_HOLD_IN_PLACE || !kr_store_get(s, r->index, m->key, m->keylen, &cur) || !cur.held)
+		return 0;
+	need = KR_STORE_RECORD_SIZE(objlen, m->keylen, strlen(m->rv), strlen(m->uid));
+	if (need <= room && room - need >= s->reserve)
+		return 0;
+	live = s->used - s->garbage - KR_STORE_RECORD_SIZE(cur.objlen, m->keylen, strlen(cur.rv), strlen(cur.uid));
+	if (live + need + s->reserve > s->size || (strcmp(cur.rv, m->rv) == 0 && strcmp(cur.uid, m->uid) == 0) ||
+	    (r->index < KR_MAX_RESOURCES && s->quota[r->index] &&
+	     s->held_bytes[r->index] - cur.objlen + objlen > s->quota[r->index]))
+		return 0;
+	replaced = (*cur.uid && *m->uid && strcmp(cur.uid, m->uid) != 0) ||
+		   (r->list_verify && r->phase == KR_PH_LIST);
+	/* The old bytes are gone after the compaction: the sinks drop them first. */
+	if (replaced)
+		emit_view(r, KR_EV_DELETED, &cur);
+	kr_store_delete(s, r->index, m->key, m->keylen, NULL);
+	/* Moves only records below the tail: the new object, framed there, stays whole. */
+	kr_store_compact(s);
+	if (kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen, NULL) !=
+		    KR_STORE_ADDED ||
+	    !kr_store_get(s, r->index, m->key, m->keylen, &now))
+		return 1; /* cannot happen: the room was counted above */
+	emit(r, replaced ? KR_EV_ADDED : KR_EV_MODIFIED, m->key, m->rv, now.obj, now.objlen, 0);
+	return 1;
+}
+
+#define ARENA_USED_UP "the arena is used up"
+
+/*
+ * A named object the store could not record, not even its key: counted for
+ * the sync (partial), and whether the cause was the arena (its key-only
+ * record did not fit, the index had a slot) rather than the index.
+ */
+static void not_stored(struct kr_reflector *r, const char *key, size_t keylen, int res)
+{
+	const struct kr_store *s = r->top->store;
+
+	r->skipped++;
+	r->skipped_known++;
+	if (res == KR_ENOSPC && (s->nentries < s->max_entries || kr_store_get(s, r->index, key, keylen, NULL)))
+		r->skipped_arena++;
+}
+
 static void apply_object(struct kr_reflector *r, const struct meta *m, size_t objlen)
 {
 	struct kr_store_view old;
-	int res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid,
-			       r->scratch, objlen, r->gen, &old);
+	int res, arena;
+
+	if (hold_in_place(r, m, objlen))
+		return;
+	res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen,
+			   &old);
 
 	switch (res) {
 	case KR_STORE_ADDED:
@@ -421,17 +485,22 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 		break;
 	default:
 		/*
-		 * Not even its key fits (index full): keep the old state rather than
-		 * let a sweep drop it, and say the sync is partial. One line per
-		 * object would flood the log: the first few, then the count at SYNCED.
+		 * Not even its key fits (index full, or the arena used up to the bytes
+		 * a name takes): keep the old state rather than let a sweep drop it,
+		 * and say the sync is partial. One line per object would flood the
+		 * log: the first few, then the count at SYNCED.
 		 */
-		r->skipped++;
-		r->skipped_known++;
+		arena = r->skipped_arena;
+		not_stored(r, m->key, m->keylen, res);
 		kr_store_mark(r->top->store, r->index, m->key, m->keylen, r->gen);
-		if (r->skipped <= 3)
-			kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (--max-objects is %u)%s",
-			       r->res.name, m->key, kr_strerror(res), (unsigned)r->top->store->max_entries,
-			       r->skipped == 3 ? "; further ones are counted at the sync" : "");
+		if (r->skipped > 3)
+			break;
+		arena = r->skipped_arena > arena;
+		kr_log(KR_LOG_ERROR, "%s: unable to store %s: %s (--%s is %zu)%s", r->res.name, m->key,
+		       arena ? ARENA_USED_UP ", not even its name fits" : kr_strerror(res),
+		       arena ? "arena-bytes" : "max-objects",
+		       arena ? (size_t)r->top->store->size : (size_t)r->top->store->max_entries,
+		       r->skipped == 3 ? "; further ones are counted at the sync" : "");
 		break;
 	}
 }
@@ -548,9 +617,11 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 		       "state rather than deleting it", r->res.name, r->skipped);
 	else
 		swept = kr_store_sweep(top->store, r->index, r->gen, sweep_fn, r);
+	/* The index full, or (an index with slots) the arena used up even for names. */
 	if (r->skipped && r->skipped == r->skipped_known)
-		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: no room in the index "
-		       "(--max-objects)", r->res.name, r->skipped);
+		kr_log(KR_LOG_ERROR, "%s: %d objects could not be read or held: %s (--%s)", r->res.name,
+		       r->skipped, r->skipped_arena ? ARENA_USED_UP ", even for their names" : "no room in the index",
+		       r->skipped_arena ? "arena-bytes" : "max-objects");
 	copy_str(r->last_rv, sizeof(r->last_rv), rv);
 	r->rv_unavailable = 0;
 	r->unindexed = r->skipped_known;
@@ -846,8 +917,7 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 		res = kr_store_put(r->top->store, r->index, k->key, k->keylen, k->rv, k->uid, NULL, 0,
 				   r->gen, &old);
 		if (res < 0) {
-			r->skipped++;
-			r->skipped_known++;
+			not_stored(r, k->key, k->keylen, res);
 			return -1;
 		}
 		/*
@@ -1384,6 +1454,7 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 		r->gen++;
 		r->skipped = 0;
 		r->skipped_known = 0;
+		r->skipped_arena = 0;
 		r->list_full_retry = 1;
 		r->continue_token[0] = '\0';
 		r->list_limit = 0;
@@ -1798,6 +1869,7 @@ static void request(struct kr_reflector *r, int kind)
 		r->last_bookmark = 0;
 		r->skipped = 0;
 		r->skipped_known = 0;
+		r->skipped_arena = 0;
 		/* The cadence is the server's, kept across re-watches (and restored from a snapshot). */
 		req.idle_timeout_ms = kr_cadence_idle_ms(&top->cadence);
 		if (kind == REQ_WATCHLIST) {
@@ -1860,6 +1932,7 @@ static void start_list(struct kr_reflector *r)
 	r->listing = 1;
 	r->skipped = 0;
 	r->skipped_known = 0;
+	r->skipped_arena = 0;
 	r->list_pages = 0;
 	r->list_full_retry = 0;
 	r->list_expired_retried = 0;

@@ -121,6 +121,7 @@ struct kr_reflector {
 	char continue_token[KR_JSON_CONTINUE_MAX];
 	int skipped;                   /* items/events that could not be parsed or held */
 	int skipped_known;             /* of them, named but not indexed (no room) */
+	int skipped_arena;             /* of those, for want of arena bytes (the index had a slot) */
 	int gzip_list;                 /* the list request in flight asked for gzip */
 	int list_verify;               /* relist after a broken gzip list: compare unchanged items */
 

@@ -2612,6 +2612,13 @@ def t_arena_exhausted_watch_list(s):
     err = kr.stderr()
     check("by watch-list in" in err and "falling back" not in err,
           "not synced by the watch-list's end bookmark: %s" % kr.stderr_tail(3))
+    # The index (16,384 slots) has room for the 10,000: the cause named is the
+    # arena, whose bytes even the names of objects not held take, and its flag.
+    check("objects could not be read or held: the arena is used up, even for their names "
+          "(--arena-bytes)" in err and "not even its name fits (--arena-bytes is 8388608)" in err,
+          "the arena is not named as the cause: %s" % kr.stderr_tail(3))
+    check("no room in the index" not in err and "--max-objects" not in err,
+          "the index is blamed though it is not full: %s" % kr.stderr_tail(3))
 
 
 def after_fault(s, fault, *args, synced=1):

@@ -460,6 +460,17 @@ static const char *restored_once(const struct kr_reflect *top)
 	return sim_restarts()->restored == 1 ? NULL : "the snapshot was not restored";
 }
 
+/* One restart, at `at`, for down_ms, with calm (or an outage) for window_ms after it. */
+static void one_restart(struct scenario *sc, kr_ms_t at, int how, kr_ms_t down_ms, int variant, kr_ms_t window_ms)
+{
+	sc->nrestarts = 1;
+	sc->restarts[0].at = at;
+	sc->restarts[0].how = how;
+	sc->restarts[0].down_ms = down_ms;
+	sc->restarts[0].variant = variant;
+	sc->restarts[0].window_ms = window_ms;
+}
+
 /*
  * The warm restart's promise (src/README.md "The state directory"): a
  * clean stop, nothing changed while down, the saved resourceVersion still
@@ -470,12 +481,7 @@ static void warm_restart_silent(struct scenario *sc)
 	configmap_mirror(sc, 1, 1, 6);
 	sc->state = 1;
 	kr_sim_at(20000, modify_first);
-	sc->nrestarts = 1;
-	sc->restarts[0].at = 60000;
-	sc->restarts[0].how = RS_STOP;
-	sc->restarts[0].down_ms = 120000;
-	sc->restarts[0].variant = RV_CALM;
-	sc->restarts[0].window_ms = 3 * 60000;
+	one_restart(sc, 60000, RS_STOP, 120000, RV_CALM, 3 * 60000);
 }
 
 static const char *warm_no_list(const struct kr_reflect *top)
@@ -539,12 +545,7 @@ static void restart_compacted(struct scenario *sc)
 	sc->state = 1;
 	sc->state_interval_s = 5;
 	kr_sim_at(70000, changes_while_down);
-	sc->nrestarts = 1;
-	sc->restarts[0].at = 60000;
-	sc->restarts[0].how = RS_STOP;
-	sc->restarts[0].down_ms = 30000;
-	sc->restarts[0].variant = RV_COMPACT | RV_CALM;
-	sc->restarts[0].window_ms = 3 * 60000;
+	one_restart(sc, 60000, RS_STOP, 30000, RV_COMPACT | RV_CALM, 3 * 60000);
 }
 
 static const char *one_relist(const struct kr_reflect *top)
@@ -553,6 +554,48 @@ static const char *one_relist(const struct kr_reflect *top)
 		return "the snapshot was not restored";
 	if (top->refl[0].lists != 1)
 		return "not exactly one list after the 410 on the saved resourceVersion";
+	return NULL;
+}
+
+/*
+ * A held object changed while kreflect was down, as large as before, in an
+ * arena a restore packed tight: the new version fits only once its own old
+ * one is compacted away. It was recorded as present but not held, the
+ * mirror went partial, and the next delete made a warm restart in calm
+ * weather relist (seed 5337). 36,000 bytes in a 128 KiB arena with a 64 KiB
+ * reserve: beside the old copy there is no room, in its place there is.
+ */
+static void grow_in_place(void)
+{
+	kr_sim_force_size(36000);
+	kr_sim_update(KR_SIM_CONFIGMAPS, 0);
+	kr_sim_force_size(0);
+	kr_sim_delete(KR_SIM_CONFIGMAPS, 3);
+}
+
+static void restart_tight_arena(struct scenario *sc)
+{
+	server(1, 1);
+	kr_sim_force_size(36000);
+	configmaps(1);
+	kr_sim_force_size(0);
+	kr_sim_create(KR_SIM_CONFIGMAPS, 3);
+	kr_sim_create(KR_SIM_CONFIGMAPS, 6);
+	sim_mirror(sc, 0, KR_SIM_CONFIGMAPS, 0, KR_SIM_SEL_NONE, 0);
+	sc->arena_bytes = 128 * 1024;
+	sc->state = 1;
+	kr_sim_at(70000, grow_in_place);
+	one_restart(sc, 60000, RS_STOP, 30000, RV_CALM, 3 * 60000);
+}
+
+static const char *held_warm(const struct kr_reflect *top)
+{
+	if (sim_restarts()->warm_checked != 1)
+		return "the restart was not checked as a warm one";
+	if (kr_store_not_held(top->store, 0) != 0)
+		return "the changed object is present but not held";
+	if (top->refl[0].lists != 0 || top->refl[0].relists != 0)
+		return "the restarted client listed";
 	return NULL;
 }
 
@@ -604,6 +647,8 @@ static const struct regression regressions[] = {
 	  offline_start, synced_offline },
 	{ "restart-compacted", "changes while down past a compacted history: one relist, the gap's deletes reported",
 	  restart_compacted, one_relist },
+	{ "restart-tight-arena", "an object changed while down, as large as before, was not held in an arena packed tight",
+	  restart_tight_arena, held_warm },
 	{ "restart-other-config", "a snapshot written for another configuration is ignored whole",
 	  other_config, ignored },
 };
