@@ -37,7 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
-from control import ServerProcess  # noqa: E402
+from control import ServerProcess, free_port  # noqa: E402
 
 NS = "/api/v1/namespaces/default/configmaps"
 CLK = os.sysconf("SC_CLK_TCK")
@@ -55,14 +55,6 @@ def rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def http_get(port, path):

@@ -26,7 +26,6 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
-from control import ServerProcess  # noqa: E402
+from control import ServerProcess, free_port  # noqa: E402
 
 NS = "/api/v1/namespaces/default/configmaps"
 
@@ -96,14 +95,6 @@ def wait_for(pred, timeout):
             return True
         time.sleep(0.1)
     return pred()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def get(port, path):

@@ -33,20 +33,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import test_e2e as e2e  # noqa: E402
 from test_e2e import Fail, check, wait_until  # noqa: E402
+from control import free_port  # noqa: E402
 
 e2e.SCENARIOS = []
 scenario = e2e.scenario
 NS = "/api/v1/namespaces/default/configmaps"
 CLIENT_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
 KUBECTL = os.environ.get("KR_KUBECTL") or os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Local:
