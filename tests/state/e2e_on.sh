@@ -7,7 +7,7 @@
 # whole mirror, which a warm restart does not print (it prints only the
 # changes): RandomChunkBoundaries, OnceExitsAfterSync, LabelSelector,
 # CapacityObjectsAtList; and, since the first snapshot is written right after
-# the first sync (not an interval later), the three whose second run used to
+# the first sync (not an interval later), the four whose second run used to
 # come within that interval: ContentEncodingNotAskedFor, ConfigMap1MiBByteExact,
 # ObjectsTooLargeToHold, CapacityBytesAtList (its "off" run restores the "on"
 # run's partial snapshot, lists, holds the same objects and so prints none of
