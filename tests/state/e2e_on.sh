@@ -11,7 +11,7 @@
 # come within that interval: ContentEncodingNotAskedFor, ConfigMap1MiBByteExact,
 # ObjectsTooLargeToHold, CapacityBytesAtList (its "off" run restores the "on"
 # run's partial snapshot, lists, holds the same objects and so prints none of
-# them).
+# them; StateArenaPartialRestart in tests/state checks that restart).
 #
 #   sh tests/state/e2e_on.sh
 #
