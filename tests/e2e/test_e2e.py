@@ -2629,9 +2629,12 @@ def after_fault(s, fault, *args, synced=1):
     return kr, s.reqs(), rv0
 
 
-def check_gap(r, i, backoff, what):
-    """Request i+1 went out after a backoff step from request i, or at once."""
-    g = gap(r[i], r[i + 1])
+def check_gap(r, i, backoff, what, from_start=False):
+    """Request i+1 went out after a backoff step from request i, or at once.
+    from_start: measured from request i's start, for an answer kreflect drops
+    at its head (sent at once): the server logs such a request's end only when
+    it notices the closed connection, up to 0.4 s after kreflect's backoff began."""
+    g = r[i + 1]["time"] - r[i]["time"] if from_start else gap(r[i], r[i + 1])
     if backoff:
         check(g >= 0.75, "%s %.2f s after, expected a backoff" % (what, g))
     else:
@@ -2699,7 +2702,7 @@ def t_bad_head_watch(s):
     step, no relist."""
     kr, r, rv0 = after_fault(s, dict(kind="content_encoding", value="br"), "--watch-list", "off")
     expect_requests(r, [L(rv="0", limit=500), W(rv0), W(rv0, status="open")])
-    check_gap(r, 1, True, "re-watch")
+    check_gap(r, 1, True, "re-watch", from_start=True)
     check("a Content-Encoding other than gzip" in kr.stderr(), kr.stderr_tail())
 
 
@@ -2709,7 +2712,7 @@ def t_bad_head_watch_list(s):
     the same watch-list after a backoff step, not a fall back to LIST."""
     kr, r, _ = after_fault(s, dict(kind="content_encoding", value="br"))
     expect_requests(r, [WL(), WL(status="open")])
-    check_gap(r, 0, True, "watch-list again")
+    check_gap(r, 0, True, "watch-list again", from_start=True)
     check("a Content-Encoding other than gzip" in kr.stderr(), kr.stderr_tail())
 
 
