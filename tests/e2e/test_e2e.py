@@ -234,6 +234,10 @@ class Kreflect:
                   "%d SYNCED line(s)" % n)
         return self.synced()
 
+    def wait_sync_logged(self, timeout=5):
+        """The first sync's line on stderr, which kreflect writes just after its SYNCED line on stdout."""
+        self.wait(lambda _lines: ": synced " in self.stderr(), late(timeout), "the sync's log line")
+
     def wait_event(self, etype, name, timeout=10):
         self.wait(lambda ls: any(e.get("type") == etype and
                                  (e.get("object") or {}).get("metadata", {}).get("name") == name for e in ls),
@@ -2550,6 +2554,7 @@ def t_capacity_bytes_at_list(s):
     for mode in ("on", "off"):
         kr = s.kreflect("--arena-bytes", "256K", "--watch-list", mode, "--page-size", "40")
         syn = kr.wait_synced(timeout=15)[0]
+        kr.wait_sync_logged()
         got, want = s.mirror_rvs(kr), s.server_objects()
         check(syn["count"] == 300 and syn.get("partial") is True, "%s: SYNCED %s" % (mode, syn))
         check(100 < len(got) < 300 and all(want.get(k) == v for k, v in got.items()),
@@ -2606,6 +2611,7 @@ def t_arena_exhausted_watch_list(s):
     kr = s.kreflect("--arena-bytes", "8M", "--watch-list", "on", "--initial-events-timeout", "25")
     syn = kr.wait_synced(timeout=20)[0]
     check(syn.get("partial") is True, "SYNCED %s" % syn)
+    kr.wait_sync_logged()
     err = kr.stderr()
     check("by watch-list in" in err and "falling back" not in err,
           "not synced by the watch-list's end bookmark: %s" % kr.stderr_tail(3))

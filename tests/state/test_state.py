@@ -511,6 +511,7 @@ def t_arena_partial_restart(s):
     check(kr.stop() == 0, "the first run did not stop cleanly")
     kr2, before = second_run(s, *args)
     syn2 = kr2.wait_synced(timeout=15)[0]
+    kr2.wait_sync_logged()
     check(syn2.get("partial") is True and syn2["count"] == 300, "the restart's SYNCED %s" % syn2)
     check("restored 300 objects" in kr2.stderr(), "no restore line: %s" % kr2.stderr_tail())
     check("partial: %d of 300 held" % held in kr2.stderr(), "the restart's synced line: %s" % kr2.stderr_tail(2))
