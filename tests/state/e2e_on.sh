@@ -7,9 +7,11 @@
 # whole mirror, which a warm restart does not print (it prints only the
 # changes): RandomChunkBoundaries, OnceExitsAfterSync, LabelSelector,
 # CapacityObjectsAtList; and, since the first snapshot is written right after
-# the first sync (not an interval later), the three whose second run used to
+# the first sync (not an interval later), the four whose second run used to
 # come within that interval: ContentEncodingNotAskedFor, ConfigMap1MiBByteExact,
-# ObjectsTooLargeToHold.
+# ObjectsTooLargeToHold, CapacityBytesAtList (its "off" run restores the "on"
+# run's partial snapshot, lists, holds the same objects and so prints none of
+# them; StateArenaPartialRestart in tests/state checks that restart).
 #
 #   sh tests/state/e2e_on.sh
 #
@@ -27,6 +29,7 @@ printf '#!/bin/sh\nexec %s --state-dir "$HOME/state-on" "$@"\n' "$bin" >build/te
 chmod +x build/test/state-on/kreflect
 set -- $(python3 -c 'import sys; sys.path.insert(0, "tests/e2e"); import test_e2e
 skip = ("RandomChunkBoundaries", "OnceExitsAfterSync", "LabelSelector", "CapacityObjectsAtList",
-        "ContentEncodingNotAskedFor", "ConfigMap1MiBByteExact", "ObjectsTooLargeToHold")
+        "ContentEncodingNotAskedFor", "ConfigMap1MiBByteExact", "ObjectsTooLargeToHold",
+        "CapacityBytesAtList")
 print(" ".join(n for n, _, _ in test_e2e.SCENARIOS if n not in skip))') || exit 1
 exec python3 tests/e2e/test_e2e.py build/test/state-on/kreflect -j 3 "$@"
