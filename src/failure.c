@@ -15,12 +15,7 @@ static const char names[] = "none\0network\0dns\0tls\0unauthorized\0forbidden\0n
 
 const char *kr_failure_name(enum kr_failure f)
 {
-	const char *p = names;
-	unsigned i = (unsigned)f < KR_FAIL_N ? (unsigned)f : KR_FAIL_OTHER;
-
-	while (i--)
-		p += strlen(p) + 1;
-	return p;
+	return kr_str_nth(names, (unsigned)f < KR_FAIL_N ? (unsigned)f : KR_FAIL_OTHER);
 }
 
 /* An HTTP status, or an ERROR event's Status code, as a class. */

@@ -267,6 +267,13 @@ long long kr_strtoll(const char *s, char **end, int base)
 	return neg ? (long long)(0u - v) : (long long)v;
 }
 
+const char *kr_str_nth(const char *list, size_t i)
+{
+	while (i--)
+		list += strlen(list) + 1;
+	return list;
+}
+
 long kr_parse_num(const char *s, long lo, long hi)
 {
 	char *end;

@@ -24,6 +24,10 @@ int kr_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* strtoll's syntax and overflow (saturating) for bases 2 to 16, no 0x prefix. */
 long long kr_strtoll(const char *s, char **end, int base);
 
+/* String i of a list of strings each ended by a NUL, one after the other ("a\0b\0"):
+ * tables of texts without a pointer per row. The caller keeps i within the list. */
+const char *kr_str_nth(const char *list, size_t i);
+
 /* A decimal number in [lo, hi] (strtol's syntax, nothing after it); -1 if s is not one. */
 long kr_parse_num(const char *s, long lo, long hi);
 

@@ -1588,13 +1588,7 @@ static const char rule_texts[] = "\0" KR_RULE_TEXTS(KR_RULE_TEXT_STR);
 /* Text i of rule_texts, or NULL for 0. */
 static const char *rule_text(unsigned i)
 {
-	const char *p = rule_texts;
-
-	if (i == RT_NONE || i >= RT_N)
-		return NULL;
-	while (i--)
-		p += strlen(p) + 1;
-	return p;
+	return i == RT_NONE || i >= RT_N ? NULL : kr_str_nth(rule_texts, i);
 }
 
 const struct kr_rule kr_reflect_rules[] = {

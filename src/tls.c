@@ -212,11 +212,9 @@ static const char tls_alert_texts[] = KR_TLS_ALERTS(KR_TLS_ERR_TEXT);
 
 static const char *table_text(const short *codes, size_t n, const char *t, int code)
 {
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		if (codes[i] == code)
-			return t;
-		t += strlen(t) + 1;
-	}
+			return kr_str_nth(t, i);
 	return NULL;
 }
 

@@ -124,3 +124,13 @@ KR_TEST(fmt, strtoll_matches_the_c_library)
 	check(kr_parse_num("5 ", 0, 9) == -1);
 	return 0;
 }
+
+KR_TEST(fmt, nth_of_a_string_list)
+{
+	static const char list[] = "\0one\0two\0three";
+
+	check(*kr_str_nth(list, 0) == '\0');
+	check(strcmp(kr_str_nth(list, 1), "one") == 0);
+	check(strcmp(kr_str_nth(list, 3), "three") == 0);
+	return 0;
+}
