@@ -221,7 +221,13 @@ void kr_serve_event(void *arg, const struct kr_event *ev)
 				     : ev->type == KR_EV_MODIFIED ? REC_MODIFIED : REC_DELETED,
 			 ev->key, ev->rv ? ev->rv : "");
 		kr_snprintf(sr->rv, sizeof(sr->rv), "%s", ev->rv ? ev->rv : "");
+		if (ev->type == KR_EV_DELETED) {
+			s->gone_obj = ev->obj;
+			s->gone_len = ev->objlen;
+			s->gone_seq = s->seq_head - 1;
+		}
 		wake_watchers(s);
+		s->gone_obj = NULL;
 		break;
 	case KR_EV_RESYNC:
 		sr->events[3]++;
@@ -266,7 +272,8 @@ static int put_chunk(struct kr_serve_conn *c, const char *const *parts, const si
 	if (c->chunked)
 		hl = kr_snprintf(hex, sizeof(hex), "%zx\r\n", total);
 	need = total + (size_t)hl + (c->chunked ? 2u : 0u);
-	if (need > room(c))
+	/* A watch's events leave DROP_ROOM for the Status that may end it. */
+	if (need + (c->state == KR_SC_WATCHING ? DROP_ROOM : 0u) > room(c))
 		return KR_ENOSPC;
 	put(c, hex, (size_t)hl);
 	for (i = 0; i < n; i++)
@@ -1296,7 +1303,8 @@ static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
 	kr_snprintf(ev, sizeof(ev), "{\"type\":\"ERROR\",\"object\":%.*s}\n", (int)o.len, body);
 	c->srv->watchers_dropped += (unsigned long long)count;
 	c->deadline = kr_port_now_ms() + c->srv->opts.idle_ms;
-	/* DROP_ROOM is kept free for this; if even that is taken, the close says it. */
+	/* The events kept DROP_ROOM free for this; were it short, the close says it. */
+	c->state = KR_SC_WRITING;
 	put_text_chunk(c, ev);
 	end_body(c);
 	c->keep_alive = 0;
@@ -1357,21 +1365,26 @@ static int tracked_change(struct kr_serve_conn *c, const char *key, size_t keyle
 	int have = idx >= 0 && kr_store_at(s->store, (uint32_t)idx, &v) && v.held;
 	int now = have && wanted(c, &v), before, r;
 
-	if (gap)
+	if (added)
+		before = 0;            /* new: whatever its slot held before, not this object */
+	else if (gap)
 		before = 1;
 	else if (idx >= 0 && idx < (int32_t)KR_SERVE_TRACK_OBJECTS)
 		before = told(c, idx) != 0;
 	else
 		before = now;          /* untracked: as without a selector's memory */
 	if (now) {
-		r = put_item(c, before && !added ? "{\"type\":\"MODIFIED\",\"object\":"
-						 : "{\"type\":\"ADDED\",\"object\":", &v, "}\n");
+		r = put_item(c, before ? "{\"type\":\"MODIFIED\",\"object\":"
+				       : "{\"type\":\"ADDED\",\"object\":", &v, "}\n");
 		if (r == 1)
 			tell(c, idx, 1);
 		return r;
 	}
-	if (!before || !have)
+	if (!before || !have) {
+		if (have)
+			tell(c, idx, 0);
 		return 1;              /* never told, or gone (its DELETED record follows) */
+	}
 	r = put_deleted(c, key, keylen, v.rv, strlen(v.rv));
 	if (r == 1)
 		tell(c, idx, 0);
@@ -1443,6 +1456,12 @@ static void produce_watch(struct kr_serve_conn *c)
 			dv.key = key;
 			dv.keylen = r.keylen;
 			dv.held = 0;
+			/* A selector watch rendering the DELETED as it happens knows the
+			 * object it removed: one that did not match was never told. */
+			if (c->track && c->seq == s->gone_seq && s->gone_obj && c->seq >= c->gap_seq &&
+			    kr_serve_labels_match(c->labels, s->gone_obj, s->gone_len, s->top->toks,
+						  KR_JSON_TOKENS) == 0)
+				goto next;
 			/* Namespace and name filters apply; labels are gone with the object. */
 			if (c->ns[0] || c->name[0]) {
 				int saved = c->labels[0];
@@ -1566,7 +1585,16 @@ static void wake_watchers(struct kr_serve *s)
 			 * Status goes if it fits; the close tells the rest). */
 			drop_watcher(c, "too old resource version: the local watcher did not read "
 				     "and fell behind kreflect's change history", 1);
+			continue;
 		}
+		/* Render the change now, while the store holds the object as this
+		 * change left it: several changes applied from one read of the
+		 * upstream would otherwise all be rendered from the last one's
+		 * object, and a label-selector watch would miss the transitions in
+		 * between. The socket write waits for the poll; a watcher whose
+		 * buffer is full renders later, from the objects as they are then. */
+		if (!c->big)
+			produce_watch(c);
 	}
 }
 

@@ -154,6 +154,10 @@ struct kr_serve {
 	unsigned char ring[KR_SERVE_HISTORY_BYTES];
 	size_t ring_head, ring_tail;   /* byte offsets: next write, oldest record */
 	uint64_t seq_head, seq_tail;   /* next record's number, oldest record's number */
+	/* While watchers render a DELETED record as it is added: the object it removed. */
+	const char *gone_obj;          /* NULL: not held, or not that moment */
+	size_t gone_len;
+	uint64_t gone_seq;             /* the record's number */
 	/* counters */
 	unsigned long long accepted, refused, requests, watchers_dropped, watches_started, forbidden;
 	unsigned long long responses[6]; /* by first digit of the status, 1xx..5xx */

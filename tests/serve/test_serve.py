@@ -94,6 +94,16 @@ def next_event(r):
     return json.loads(line)
 
 
+def selector_events(r, n):
+    """The next n events of a watch other than bookmarks, as (type, name)."""
+    out = []
+    while len(out) < n:
+        e = next_event(r)
+        if e["type"] != "BOOKMARK":
+            out.append((e["type"], e["object"]["metadata"]["name"]))
+    return out
+
+
 def status_of(body):
     st = json.loads(body)
     check(st.get("kind") == "Status" and st.get("apiVersion") == "v1" and st.get("status") == "Failure",
@@ -491,6 +501,38 @@ def t_watch(s):
     c.close()
 
 
+@scenario("ServeSelectorWatchBatchedTransitions", 8)
+def t_selector_watch_batched(s):
+    """Changes that reach kreflect in one read still go out one by one: each with its
+    own object, so a label-selector watch sees every transition, not their sum."""
+    s.server()
+    lab = lambda n, app, d="v": s.ctl.update("configmaps", "default", n, data={"k": d}, labels={"app": app})  # noqa: E731
+    s.ctl.create("configmaps", "default", "a", data={"k": "v"}, labels={"app": "x"})
+    s.ctl.create("configmaps", "default", "b", data={"k": "v"}, labels={"app": "y"})
+    lo = Local(s)
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
+    c, r = lo.watch("labelSelector=app%3Dx")
+    check(selector_events(r, 1) == [("ADDED", "a")], "initial events")
+    # The next upstream watch sends nothing for 2 s: the five changes below then
+    # leave the test API server in one write, and kreflect applies them in one read.
+    s.ctl.fault(kind="stall_watch", seconds=2, watch=True, count=1)
+    s.ctl.drop_watches()
+    wait_until(lambda: any("stalled_at" in e for e in s.reqs()), 10, "the stalled re-watch")
+    lab("b", "x")
+    lab("a", "z")
+    lab("a", "z", "again")
+    lab("b", "x", "changed")
+    s.ctl.delete("configmaps", "default", "b")
+    got = selector_events(r, 4)
+    check(got == [("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")], "transitions: %s" % got)
+    # An object that no longer matched is deleted: the watch was told it left, so nothing.
+    s.ctl.delete("configmaps", "default", "a")
+    s.ctl.create("configmaps", "default", "e", data={"k": "v"}, labels={"app": "x"})
+    got = selector_events(r, 1)
+    check(got == [("ADDED", "e")], "after a delete of what left the selector: %s" % got)
+    c.close()
+
+
 @scenario("ServeSelectorWatchTransitions", 8)
 def t_selector_watch(s):
     """A label-selector watch gets ADDED when an object starts matching, DELETED when it stops (the watch cache's way)."""
@@ -501,22 +543,14 @@ def t_selector_watch(s):
     lo = Local(s)
     wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
 
-    def events(r, n):
-        out = []
-        while len(out) < n:
-            e = next_event(r)
-            if e["type"] != "BOOKMARK":
-                out.append((e["type"], e["object"]["metadata"]["name"]))
-        return out
-
     c, r = lo.watch("labelSelector=app%3Dx")
-    check(events(r, 1) == [("ADDED", "a")], "initial events")
+    check(selector_events(r, 1) == [("ADDED", "a")], "initial events")
     lab("b", "x")                      # starts matching
     lab("a", "z")                      # stops matching
     lab("a", "z", "again")             # still out: nothing
     lab("b", "x", "changed")           # still in
     s.ctl.delete("configmaps", "default", "b")
-    got = events(r, 4)
+    got = selector_events(r, 4)
     check(got == [("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")], "transitions: %s" % got)
     c.close()
     # A resumed watch: what left the selector in the gap is DELETED, what came in is sent.
@@ -530,11 +564,11 @@ def t_selector_watch(s):
     lab("d", "x")
     wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
     c, r = lo.watch("labelSelector=app%3Dx&resourceVersion=" + lst["metadata"]["resourceVersion"])
-    got = events(r, 2)
+    got = selector_events(r, 2)
     check(got == [("DELETED", "c"), ("MODIFIED", "d")] or got == [("DELETED", "c"), ("ADDED", "d")],
           "resumed: %s" % got)
     lab("c", "x")                      # back in, after the gap: ADDED
-    check(events(r, 1) == [("ADDED", "c")], "back in the selector")
+    check(selector_events(r, 1) == [("ADDED", "c")], "back in the selector")
     c.close()
 
 
