@@ -938,20 +938,25 @@ static int skipped_object(struct kr_reflector *r, size_t have, size_t size, cons
 	return 0;
 }
 
-/* Handles one LIST item in the scratch area. */
-static void list_item(struct kr_reflector *r, size_t len)
+/*
+ * Handles one LIST item in the scratch area. Returns < 0 to end the list: a
+ * list names each object once, so a second copy means a corrupt body (a
+ * gzip stream can decode to valid JSON for a while after a flipped byte).
+ */
+static int list_item(struct kr_reflector *r, size_t len)
 {
 	kr_json_tok *t = r->top->toks;
 	struct meta m;
 	int n = kr_json_parse_sel(r->scratch, len, t, KR_JSON_TOKENS, sel_item_paths, ITEM_PATHS);
 	int ix[OK_N];
+	int32_t idx;
 
 	if (n == KR_ENOSPC) {
 		/* Too many tokens to read: like an object too large to hold. */
 		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: " TOKENS_FULL,
 		       r->res.name, len);
 		skipped_object(r, len, len, "");
-		return;
+		return 0;
 	}
 	if (n > 0)
 		kr_json_members(r->scratch, t, n, 0, object_keys, OK_N, ix);
@@ -959,10 +964,17 @@ static void list_item(struct kr_reflector *r, size_t len)
 		r->skipped++;
 		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: %s", r->res.name, len,
 		       n < 0 ? "malformed JSON" : "no metadata.name");
-		return;
+		return 0;
+	}
+	idx = kr_store_index(r->top->store, r->index, m.key, m.keylen);
+	if (idx >= 0 && r->top->store->entries[idx].seen == r->gen) {
+		kr_log(KR_LOG_ERROR, "%s: malformed list response: it names %s twice", r->res.name, m.key);
+		r->stream_error = 1;
+		return -1;
 	}
 	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0, ix));
 	r->applied++;
+	return 0;
 }
 
 /* --- responses -------------------------------------------------------------------------- */
@@ -1182,7 +1194,8 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 			left -= used;
 			if (res == KR_JSON_OBJECT) {
 				r->scratch_moved = 0;
-				list_item(r, r->items.len);
+				if (list_item(r, r->items.len) < 0)
+					return -1;
 			} else if (res == KR_JSON_SKIPPED) {
 				if (lost_by_move(r, r->items.len))
 					return -1;

@@ -674,7 +674,7 @@ def _managed_fields(old, rtype, content, manager, ts):
 FAULT_KINDS = {
     "close_after", "stall", "stall_watch", "garbage", "bad_chunk", "status", "unauthorized",
     "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch", "pause_after",
-    "slow", "bad_gzip", "content_encoding", "cut_event",
+    "slow", "bad_gzip", "content_encoding", "cut_event", "duplicate_item",
 }
 
 CUT_AT = ("string", "number", "newline", "control")

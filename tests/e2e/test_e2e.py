@@ -2384,6 +2384,21 @@ def gzip_fails_then_plain(s, mode, why):
     check(err.count("listing without gzip from now on") == 1, "the fallback was logged more than once")
 
 
+@scenario("ListNamingAnObjectTwiceFails", 8)
+def t_list_duplicate(s):
+    """A list that names an object twice is corrupt: it fails in words, the copy is never
+    applied as a change, and the next list syncs."""
+    s.server("--initial", 5)
+    s.ctl.fault(kind="duplicate_item", count=1)
+    kr = s.kreflect("--watch-list", "off")
+    kr.wait_synced(timeout=20)
+    s.check_mirror(kr)
+    check("malformed list response: it names default/" in kr.stderr(), "no clear error: %s" % kr.stderr_tail())
+    check(not [e for e in kr.snapshot() if e.get("type") == "MODIFIED"], "the second copy was applied as a change")
+    r = s.reqs()
+    check(len([q for q in r if not q["watch"]]) == 2, "not one failed list and one good: %s" % "; ".join(describe(q) for q in r))
+
+
 @scenario("GzipCorruptBodyListsPlain", 8)
 def t_gzip_corrupt(s):
     # The flipped byte breaks the deflate data or, first, the JSON it decodes to.
