@@ -396,8 +396,12 @@ int kr_port_signal_number(const char *name);
 #define KR_SANDBOX_AUTO 0              /* apply what the kernel supports */
 #define KR_SANDBOX_ON 1                /* all of it, or fail */
 #define KR_SANDBOX_OFF 2
-#define KR_SANDBOX_PATHS 8             /* paths of each kind */
-#define KR_SANDBOX_PORTS 4             /* TCP ports of each kind */
+/* Room for every source by construction (kr_client_sandbox checks it at compile
+ * time): a host's four of each kind, plus the client's five files re-read (its
+ * token; --listen's token, certificate, key and client CA) or its state
+ * directory, and its one API server or proxy port. */
+#define KR_SANDBOX_PATHS 9             /* paths of each kind */
+#define KR_SANDBOX_PORTS 5             /* TCP ports of each kind */
 
 /*
  * What the process still needs once start-up is over. Paths are absolute or

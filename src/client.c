@@ -1309,19 +1309,30 @@ struct kr_resource *kr_client_resource(struct kr_client *c, int res)
 
 /* --- least privilege --------------------------------------------------------------- */
 
-/* Appends s (if any) to list[0..KR_SANDBOX_PATHS). 0, or -1 when the list is full. */
-static int sb_add(const char **list, const char *s)
+/*
+ * The port's lists hold what kr_client_sandbox can add to them: the host's
+ * four of each kind and the client's own five files, one directory or port.
+ */
+#define SB_HOST 4
+_Static_assert(sizeof(((struct kr_sandbox_opts *)0)->read_files) / sizeof(char *) == SB_HOST &&
+	       sizeof(((struct kr_sandbox_opts *)0)->write_dirs) / sizeof(char *) == SB_HOST &&
+	       sizeof(((struct kr_sandbox_opts *)0)->programs) / sizeof(char *) == SB_HOST &&
+	       sizeof(((struct kr_sandbox_opts *)0)->tcp_ports) / sizeof(uint16_t) == SB_HOST,
+	       "kr_sandbox_opts changed: size KR_SANDBOX_PATHS and KR_SANDBOX_PORTS again");
+_Static_assert(KR_SANDBOX_PATHS >= SB_HOST + 5 && KR_SANDBOX_PORTS >= SB_HOST + 1,
+	       "KR_SANDBOX_PATHS or KR_SANDBOX_PORTS too small for a host's and the client's");
+
+/* Appends s (if any) to list[0..KR_SANDBOX_PATHS), which has room (above). */
+static void sb_add(const char **list, const char *s)
 {
 	size_t i;
 
 	if (!s || !*s)
-		return 0;
+		return;
 	for (i = 0; i < KR_SANDBOX_PATHS && list[i]; i++)
 		;
-	if (i == KR_SANDBOX_PATHS)
-		return -1;
-	list[i] = s;
-	return 0;
+	if (i < KR_SANDBOX_PATHS)
+		list[i] = s;
 }
 
 static void sb_port(uint16_t *ports, uint16_t port)
@@ -1335,17 +1346,18 @@ static void sb_port(uint16_t *ports, uint16_t port)
 }
 
 /* A token file and its directory: a rotation swaps a symbolic link inside it. */
-static int sb_token(struct kr_sandbox *sb, const char *path, char *dir, size_t size)
+static void sb_token(struct kr_sandbox *sb, const char *path, char *dir, size_t size)
 {
 	const char *slash = strrchr(path, '/');
 
 	if (!*path)
-		return 0;
+		return;
 	if (!slash)
 		kr_snprintf(dir, size, ".");
 	else
 		kr_snprintf(dir, size, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	return sb_add(sb->read, path) | sb_add(sb->read_dir, dir);
+	sb_add(sb->read, path);
+	sb_add(sb->read_dir, dir);
 }
 
 int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char *msg, size_t len)
@@ -1354,10 +1366,9 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 	 * each re-read when it changes, so its directory is read too. */
 	static char token_dir[5][sizeof(((struct kr_auth *)0)->path)];
 	static char socket_dir[sizeof(((struct kr_serve *)0)->where)];
-	static char file_dir[4][512];
+	static char file_dir[SB_HOST][512];
 	struct kr_sandbox sb;
 	struct kr_addr a;
-	int bad = 0;
 	size_t i;
 
 	if (!valid(c) || !o || !msg || !len)
@@ -1374,17 +1385,18 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 	sb.lookups = o->lookups;
 	sb.filter = o->syscall_filter;
 	sb.signal_others = o->signal_others;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < SB_HOST; i++) {
 		/* A file re-read may be replaced (a new pid file, a rotated token): its directory too. */
-		bad |= sb_add(sb.write_dir, o->write_dirs[i]) | sb_add(sb.exec, o->programs[i]);
+		sb_add(sb.write_dir, o->write_dirs[i]);
+		sb_add(sb.exec, o->programs[i]);
 		if (o->read_files[i])
-			bad |= sb_token(&sb, o->read_files[i], file_dir[i], sizeof(file_dir[i]));
+			sb_token(&sb, o->read_files[i], file_dir[i], sizeof(file_dir[i]));
 		if (o->tcp_ports[i])
 			sb_port(sb.connect, o->tcp_ports[i]);
 	}
-	bad |= sb_token(&sb, c->auth.path, token_dir[0], sizeof(token_dir[0]));
+	sb_token(&sb, c->auth.path, token_dir[0], sizeof(token_dir[0]));
 	if (c->state_on)
-		bad |= sb_add(sb.write_dir, c->persist.dir);
+		sb_add(sb.write_dir, c->persist.dir);
 	/* Through a proxy the TCP connection and the name lookup are the proxy's. */
 	if (c->conn_cfg.proxy) {
 		sb_port(sb.connect, c->proxy.port);
@@ -1397,10 +1409,10 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 		const char *where = c->serve->where, *colon = strrchr(where, ':');
 		const struct kr_serve_opts *so = &c->serve->opts;
 
-		bad |= sb_token(&sb, so->token_file ? so->token_file : "", token_dir[1], sizeof(token_dir[1]));
-		bad |= sb_token(&sb, so->cert_file ? so->cert_file : "", token_dir[2], sizeof(token_dir[2]));
-		bad |= sb_token(&sb, so->key_file ? so->key_file : "", token_dir[3], sizeof(token_dir[3]));
-		bad |= sb_token(&sb, so->client_ca_file ? so->client_ca_file : "", token_dir[4],
+		sb_token(&sb, so->token_file ? so->token_file : "", token_dir[1], sizeof(token_dir[1]));
+		sb_token(&sb, so->cert_file ? so->cert_file : "", token_dir[2], sizeof(token_dir[2]));
+		sb_token(&sb, so->key_file ? so->key_file : "", token_dir[3], sizeof(token_dir[3]));
+		sb_token(&sb, so->client_ca_file ? so->client_ca_file : "", token_dir[4],
 				sizeof(token_dir[4]));
 		if (c->serve->unix_socket) {
 			/* The socket is removed at the end: its directory allows only that. */
@@ -1408,13 +1420,10 @@ int kr_client_sandbox(struct kr_client *c, const struct kr_sandbox_opts *o, char
 
 			kr_snprintf(socket_dir, sizeof(socket_dir), "%.*s",
 				    !slash ? 1 : slash == where ? 1 : (int)(slash - where), slash ? where : ".");
-			bad |= sb_add(sb.remove_in, socket_dir);
+			sb_add(sb.remove_in, socket_dir);
 		} else if (colon && kr_parse_num(colon + 1, 1, 65535) > 0) {
 			sb_port(sb.bind, (uint16_t)kr_parse_num(colon + 1, 1, 65535));
 		}
 	}
-	if (bad)
-		return fail(msg, len, KR_EINVAL, "sandbox: more than %d paths of one kind",
-			    KR_SANDBOX_PATHS);
 	return kr_port_sandbox(&sb, msg, len);
 }

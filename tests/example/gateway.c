@@ -4,7 +4,10 @@
  * and kreflect's, one ConfigMap mirrored, three typed settings read out of
  * it with kr_object_field and applied when they change.
  *
- *   gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH
+ *   gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH [--host-port N]...
+ *
+ * --host-port: a TCP port the firmware itself connects to (its MQTT broker,
+ * say), up to four: the sandbox allows them beside the API server's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,7 +118,8 @@ int main(int argc, char **argv)
 	struct kr_client *c;
 	struct kr_config cfg;
 	char err[256], sel[300], sockdir[200];
-	int i, n, t, lfd;
+	int i, n, t, lfd, nports = 0;
+	uint16_t ports[4] = { 0 };
 
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--kubeconfig"))
@@ -126,9 +130,17 @@ int main(int argc, char **argv)
 			name = argv[i + 1];
 		else if (!strcmp(argv[i], "--socket"))
 			sock = argv[i + 1];
+		else if (!strcmp(argv[i], "--host-port") && nports < 4 && atoi(argv[i + 1]) > 0 &&
+			 atoi(argv[i + 1]) < 65536)
+			ports[nports++] = (uint16_t)atoi(argv[i + 1]);
+		else {
+			fprintf(stderr, "gateway: unknown or bad argument '%s'\n", argv[i]);
+			return 2;
+		}
 	}
 	if (!kubeconfig || !ns || !name || !sock) {
-		fprintf(stderr, "usage: gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH\n");
+		fprintf(stderr, "usage: gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH "
+			"[--host-port N]...\n");
 		return 2;
 	}
 	if (pipe(wake) != 0 || fcntl(wake[1], F_SETFL, O_NONBLOCK) != 0)
@@ -154,7 +166,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gateway: unable to listen on %s: %s\n", sock, strerror(errno));
 		return 1;
 	}
-	/* Ready: from here on only the token, the socket's directory and the API server's port. */
+	/* Ready: from here on only the token, the socket's directory, the API server's port and ours. */
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sockdir, sizeof(sockdir), "%s", sock);
 	if (strrchr(sockdir, '/'))
@@ -162,6 +174,7 @@ int main(int argc, char **argv)
 	else
 		snprintf(sockdir, sizeof(sockdir), ".");
 	sb.write_dirs[0] = sockdir;    /* the socket is removed at the end */
+	memcpy(sb.tcp_ports, ports, sizeof(ports));
 	sb.uid = sb.gid = -1;
 	if (kr_client_sandbox(c, &sb, err, sizeof(err)) != 0) {
 		fprintf(stderr, "gateway: %s\n", err);

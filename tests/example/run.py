@@ -85,7 +85,11 @@ def main():
         ctl.create("configmaps", "edge", "gw", data={"log-level": "warn", "interval": "30", "enabled": "true"})
         ctl.create("configmaps", "edge", "gw-other", data={"log-level": "error", "interval": "1", "enabled": "false"})
         gw = subprocess.Popen(QEMU.get(target, []) + [binary, "--kubeconfig", srv.ready["kubeconfig"],
-                                                       "--namespace", "edge", "--name", "gw", "--socket", sock],
+                                                       "--namespace", "edge", "--name", "gw", "--socket", sock,
+                                                       # Every port slot of kr_sandbox_opts taken: the
+                                                       # API server's must still be allowed (rewatch).
+                                                       "--host-port", "1883", "--host-port", "8883",
+                                                       "--host-port", "6514", "--host-port", "9091"],
                               stdout=out, stderr=err)
 
         def answer():
