@@ -545,6 +545,34 @@ static int parse_scalar(struct yaml *y, int pi)
 }
 
 static int block_node(struct yaml *y, int pi, int col);
+static int parse_seq(struct yaml *y, int col);
+
+/*
+ * The value of an entry in column col ("key:" or "-") that starts on a later
+ * line; the cursor is at the end of the entry's line, which is line. The
+ * block indented deeper, else (mapping only: seq_at_col) a sequence in the
+ * same column, else null.
+ */
+static int value_below(struct yaml *y, int col, unsigned line, int seq_at_col)
+{
+	int ind, r = end_line(y);
+
+	if (r < 0)
+		return r;
+	r = next_content(y, &ind);
+	if (r < 0)
+		return r;
+	if (ind > col) {
+		y->pos += (size_t)ind;
+		return block_node(y, col, ind);
+	}
+	if (seq_at_col && ind == col && ch(y, y->pos + (size_t)ind) == '-' &&
+	    is_sep(y, y->pos + (size_t)ind + 1)) {
+		y->pos += (size_t)ind;
+		return parse_seq(y, col);
+	}
+	return new_node(y, KR_YAML_NULL, line);
+}
 
 
 
@@ -567,21 +595,8 @@ static int parse_seq(struct yaml *y, int col)
 		if (ch(y, i) == '\t')
 			return yfail(y, KR_EINVAL, y->line, "tab after \"-\" (YAML indents with spaces)");
 		if (is_eol(y, i) || ch(y, i) == '#') {
-			unsigned line = y->line;
-
 			y->pos = i;
-			r = end_line(y);
-			if (r < 0)
-				return r;
-			r = next_content(y, &ind);
-			if (r < 0)
-				return r;
-			if (ind > col) {
-				y->pos += (size_t)ind;
-				item = block_node(y, col, ind);
-			} else {
-				item = new_node(y, KR_YAML_NULL, line);
-			}
+			item = value_below(y, col, y->line, 0);
 		} else {
 			y->pos = i;
 			item = block_node(y, col, (int)(i - y->bol));
@@ -614,7 +629,6 @@ static int map_value(struct yaml *y, int col)
 {
 	size_t i = y->pos;
 	unsigned line = y->line;
-	int ind, r;
 
 	while (is_blank(ch(y, i)))
 		i++;
@@ -623,21 +637,7 @@ static int map_value(struct yaml *y, int col)
 		return parse_scalar(y, col);
 	}
 	y->pos = i;
-	r = end_line(y);
-	if (r < 0)
-		return r;
-	r = next_content(y, &ind);
-	if (r < 0)
-		return r;
-	if (ind > col) {
-		y->pos += (size_t)ind;
-		return block_node(y, col, ind);
-	}
-	if (ind == col && ch(y, y->pos + (size_t)ind) == '-' && is_sep(y, y->pos + (size_t)ind + 1)) {
-		y->pos += (size_t)ind;
-		return parse_seq(y, col);
-	}
-	return new_node(y, KR_YAML_NULL, line);
+	return value_below(y, col, line, 1);
 }
 
 /* The mapping whose first key is at the cursor, in column col. */
