@@ -501,10 +501,9 @@ def t_watch(s):
     c.close()
 
 
-@scenario("ServeSelectorWatchBatchedTransitions", 8)
-def t_selector_watch_batched(s):
-    """Changes that reach kreflect in one read still go out one by one: each with its
-    own object, so a label-selector watch sees every transition, not their sum."""
+def selector_scene(s):
+    """a (app=x) and b (app=y) mirrored; a watch of app=x that has had its ADDED a.
+    Returns the endpoint, a relabeller, and the watch's connection and response."""
     s.server()
     lab = lambda n, app, d="v": s.ctl.update("configmaps", "default", n, data={"k": d}, labels={"app": app})  # noqa: E731
     s.ctl.create("configmaps", "default", "a", data={"k": "v"}, labels={"app": "x"})
@@ -513,11 +512,12 @@ def t_selector_watch_batched(s):
     wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
     c, r = lo.watch("labelSelector=app%3Dx")
     check(selector_events(r, 1) == [("ADDED", "a")], "initial events")
-    # The next upstream watch sends nothing for 2 s: the five changes below then
-    # leave the test API server in one write, and kreflect applies them in one read.
-    s.ctl.fault(kind="stall_watch", seconds=2, watch=True, count=1)
-    s.ctl.drop_watches()
-    wait_until(lambda: any("stalled_at" in e for e in s.reqs()), 10, "the stalled re-watch")
+    return lo, lab, c, r
+
+
+def selector_transitions(s, lab, r):
+    """b starts matching, a stops, a changes outside, b changes inside, b is deleted:
+    the watch cache's four events."""
     lab("b", "x")
     lab("a", "z")
     lab("a", "z", "again")
@@ -525,6 +525,19 @@ def t_selector_watch_batched(s):
     s.ctl.delete("configmaps", "default", "b")
     got = selector_events(r, 4)
     check(got == [("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")], "transitions: %s" % got)
+
+
+@scenario("ServeSelectorWatchBatchedTransitions", 8)
+def t_selector_watch_batched(s):
+    """Changes that reach kreflect in one read still go out one by one: each with its
+    own object, so a label-selector watch sees every transition, not their sum."""
+    lo, lab, c, r = selector_scene(s)
+    # The next upstream watch sends nothing for 2 s: the five changes then leave
+    # the test API server in one write, and kreflect applies them in one read.
+    s.ctl.fault(kind="stall_watch", seconds=2, watch=True, count=1)
+    s.ctl.drop_watches()
+    wait_until(lambda: any("stalled_at" in e for e in s.reqs()), 10, "the stalled re-watch")
+    selector_transitions(s, lab, r)
     # An object that no longer matched is deleted: the watch was told it left, so nothing.
     s.ctl.delete("configmaps", "default", "a")
     s.ctl.create("configmaps", "default", "e", data={"k": "v"}, labels={"app": "x"})
@@ -536,22 +549,8 @@ def t_selector_watch_batched(s):
 @scenario("ServeSelectorWatchTransitions", 8)
 def t_selector_watch(s):
     """A label-selector watch gets ADDED when an object starts matching, DELETED when it stops (the watch cache's way)."""
-    s.server()
-    lab = lambda n, app, d="v": s.ctl.update("configmaps", "default", n, data={"k": d}, labels={"app": app})  # noqa: E731
-    s.ctl.create("configmaps", "default", "a", data={"k": "v"}, labels={"app": "x"})
-    s.ctl.create("configmaps", "default", "b", data={"k": "v"}, labels={"app": "y"})
-    lo = Local(s)
-    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == s.rv(), 5, "the mirror")
-
-    c, r = lo.watch("labelSelector=app%3Dx")
-    check(selector_events(r, 1) == [("ADDED", "a")], "initial events")
-    lab("b", "x")                      # starts matching
-    lab("a", "z")                      # stops matching
-    lab("a", "z", "again")             # still out: nothing
-    lab("b", "x", "changed")           # still in
-    s.ctl.delete("configmaps", "default", "b")
-    got = selector_events(r, 4)
-    check(got == [("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")], "transitions: %s" % got)
+    lo, lab, c, r = selector_scene(s)
+    selector_transitions(s, lab, r)
     c.close()
     # A resumed watch: what left the selector in the gap is DELETED, what came in is sent.
     s.ctl.create("configmaps", "default", "c", data={"k": "v"}, labels={"app": "x"})
