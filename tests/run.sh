@@ -79,6 +79,8 @@ target_suites() {
 	# Cluster access and the reflector end to end against the test API server.
 	run_suite "access/$t" sh tests/access/run.sh "$t"
 	run_suite "e2e/$t" sh tests/e2e/run.sh "$t"
+	# Every flag's messages and bounds (the expected answers are the x86_64 build's capacities).
+	case $t in x86_64) run_suite "cli/$t" python3 tests/cli/run.py "$t" ;; esac
 	run_suite "files/$t" sh tests/files/run.sh "$t"
 	run_suite "supervise/$t" sh tests/supervise/run.sh "$t"
 	run_suite "example/$t" python3 tests/example/run.py "$t"
