@@ -21,6 +21,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mbedtls/build_info.h"
+#include "port.h"
 #include "notify.h"
 #include "serve.h"
 #include "sidecar_env.h"
@@ -272,7 +273,7 @@ struct options {
 	int log_level;                 /* >= 0: set directly (k8s-sidecar's LOG_LEVEL) */
 	struct kr_supervise_opts sup;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
-	struct kr_serve_opts serve;
+	struct kr_endpoint_config serve;
 	enum kr_sandbox_mode sandbox;  /* --sandbox auto|on|off */
 	const char *user, *group;      /* --user, --group: names or numbers */
 };
@@ -540,15 +541,15 @@ enum flag_kind {
 	X("--on-change", "signal|restart", 0, sup.restart, F_ENUM, F_SUP, 0) \
 	X("--grace", SECONDS, 3600, sup.grace_ms, F_NUM, F_MS | F_SUP, 0) \
 	/* local endpoint */ \
-	X("--listen", "127.0.0.1:PORT, [::1]:PORT or unix:/PATH", 0, serve.listen, F_STR, 0, 0) \
+	X("--listen", "127.0.0.1:PORT, [::1]:PORT or unix:/PATH", 0, serve.address, F_STR, 0, 0) \
 	X("--listen-token-file", "a file", 0, serve.token_file, F_STR, 0, 0) \
 	FLAGS_LISTEN_FILES(X) \
 	X("--listen-max-conns", " (KR_SERVE_MAX_CONNS)", KR_SERVE_MAX_CONNS, serve.max_conns, F_NUM, F_LO1, 0) \
 	X("--serve-secrets", "", 0, serve.serve_secrets, F_SET, 0, 0) \
 	X("--listen-health-only", "", 0, serve.health_only, F_SET, 0, 0) \
-	X("--readyz-max-silence", SECONDS, 86400, serve.ready_silence_ms, F_NUM, F_LO1 | F_MS, 0) \
-	X("--listen-idle-timeout", SECONDS, 3600, serve.idle_ms, F_NUM, F_LO1 | F_MS, 0) \
-	X("--listen-bookmark-interval", SECONDS, 3600, serve.bookmark_ms, F_NUM, F_LO1 | F_MS, 0) \
+	X("--readyz-max-silence", SECONDS, 86400, serve.ready_silence_s, F_NUM, F_LO1, 0) \
+	X("--listen-idle-timeout", SECONDS, 3600, serve.idle_s, F_NUM, F_LO1, 0) \
+	X("--listen-bookmark-interval", SECONDS, 3600, serve.bookmark_s, F_NUM, F_LO1, 0) \
 	/* least privilege */ \
 	X("--sandbox", "auto|on|off", 0, sandbox, F_ENUM, 0, 0) \
 	X("--user", "", 0, user, F_STR, 0, 0) \
@@ -871,7 +872,7 @@ static const char *env_get(void *arg, const char *name)
  */
 static int features_check(const struct options *o)
 {
-	const char *flag = !KR_WITH_LISTEN && o->serve.listen ? "--listen"
+	const char *flag = !KR_WITH_LISTEN && o->serve.address ? "--listen"
 		: !KR_WITH_STATE && o->cfg.state_dir && *o->cfg.state_dir ? "--state-dir"
 		: !KR_WITH_DIR && o->dir.path ? "--dir"
 		: !KR_WITH_HOOKS && o->notify.exec ? "--exec"
@@ -917,7 +918,7 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	/* k8s-sidecar's health server: /healthz is its readiness (503 until synced); a build
 	 * without the endpoint (WITHOUT=listen) has none, as with HEALTH_PORT=0. */
 	if (KR_WITH_LISTEN && sidecar.health_listen[0] && !o->once) {
-		o->serve.listen = sidecar.health_listen;
+		o->serve.address = sidecar.health_listen;
 		o->serve.health_only = 1;
 		o->serve.healthz_ready = 1;
 		o->serve.max_conns = 4;
@@ -1125,6 +1126,7 @@ int main(int argc, char **argv)
 	}
 	memset(&o, 0, sizeof(o));
 	kr_config_init(&o.cfg);
+	kr_endpoint_config_init(&o.serve);
 	o.verbosity = 1;
 	o.timeout_s = 60;
 	o.notify.debounce_ms = 1000;
@@ -1242,10 +1244,9 @@ int main(int argc, char **argv)
 		/* No such resource, or a state directory that cannot be used: usage; else the server. */
 		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
-	if (KR_WITH_LISTEN && o.serve.listen) {
-		o.serve.notify = notify_on ? &notify : NULL;
-		o.serve.post = post_on ? &post : NULL;
-		r = kr_client_listen_opts(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
+	if (KR_WITH_LISTEN && o.serve.address) {
+		kr_client_hook_metrics(client, notify_on ? &notify : NULL, post_on ? &post : NULL);
+		r = kr_client_endpoint(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
 		if (r == KR_EIO && o.sidecar) {
 			/* As k8s-sidecar's health thread: a port taken (two sidecars in one pod) is
 			 * not fatal, the files are what the sidecar is for. */
@@ -1254,14 +1255,16 @@ int main(int argc, char **argv)
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return r == KR_EIO ? EXIT_FATAL : EXIT_USAGE;
 		} else {
-			const struct kr_serve *sv = (const struct kr_serve *)(const void *)serve_mem;
+			char where[128];
+			int token = 0;
 
+			kr_client_endpoint_where(client, where, sizeof(where), &token);
 			kr_log(KR_LOG_INFO, "serving %s on %s%s%s", o.serve.health_only ? "health checks"
-			       : "the mirror", sv->where, o.serve.cert_file ? " over TLS" : "",
-			       sv->need_token ? " (bearer token required)" : "");
+			       : "the mirror", where, o.serve.cert_file ? " over TLS" : "",
+			       token ? " (bearer token required)" : "");
 			if (o.serve.insecure && !o.serve.cert_file)
 				kr_log(KR_LOG_WARN, "--listen-insecure: %s is served without TLS: tokens and "
-				       "objects cross the network in clear", sv->where);
+				       "objects cross the network in clear", where);
 		}
 	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets ||
 		   o.serve.health_only || o.serve.cert_file || o.serve.key_file ||
