@@ -121,6 +121,9 @@ const char *kr_strerror(int err);
 /* The build target ("x86_64", "aarch64", "armv7", ...), fixed at compile time. */
 const char *kr_target(void);
 
+/* Since 1.1: the version of the mbedTLS the library was built with ("3.6.2"). */
+const char *kr_mbedtls_version(void);
+
 /* --- configuration ------------------------------------------------------------ */
 
 enum kr_watch_list_mode { KR_WL_AUTO, KR_WL_ON, KR_WL_OFF };

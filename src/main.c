@@ -20,14 +20,12 @@
 #include "kreflect_config.h"
 #include "log.h"
 #include "loop.h"
-#include "mbedtls/build_info.h"
 #include "port.h"
 #include "notify.h"
 #include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
-#include "state.h"
 #include "supervise.h"
 
 #define EXIT_FATAL 1
@@ -295,7 +293,7 @@ static void print_version(void)
 
 	kr_dprintf(1, "kreflect %s\n", KR_VERSION);
 	kr_dprintf(1, "target: %s (linux, static)\n", kr_target());
-	kr_dprintf(1, "mbedTLS: %s\n", MBEDTLS_VERSION_STRING);
+	kr_dprintf(1, "mbedTLS: %s\n", kr_mbedtls_version());
 	kr_dprintf(1, "capacities: resources=%u objects=%u (ceiling %u) arena=%u max-object=%u "
 	       "json-tokens=%u connections=%u tls-heap=%u\n",
 	       (unsigned)KR_MAX_RESOURCES, (unsigned)KR_MAX_OBJECTS, (unsigned)KR_MAX_OBJECTS_CEILING,

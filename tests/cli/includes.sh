@@ -45,10 +45,8 @@ ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 #  budget.h     --print-budget's items
 #  log.h        kr_log and the level, for the CLI's own lines
 #  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-#  state.h      KR_STATE_PATH_MAX, the --state-dir bound
-#  mbedtls/build_info.h  the mbedTLS version --version prints
 LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h log.h
-serve.h state.h mbedtls/build_info.h"
+serve.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
 if [ -z "$included" ]; then

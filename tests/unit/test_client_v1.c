@@ -13,6 +13,7 @@
 #include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
+#include "mbedtls/build_info.h"
 #include "port.h"
 #include "reflector.h"
 #include "test.h"
@@ -45,6 +46,16 @@ KR_TEST(client_v1, version_at_run_time_matches_the_header)
 	check(strcmp(kr_version(NULL), KR_VERSION) == 0);
 	check(strcmp(kr_version(&n), "1.0.0") == 0 && n == KR_VERSION_NUM && n == 0x010000);
 	check(KR_READY_NOT_SYNCED == 0 && KR_READY_DEGRADED == 1 && KR_READY_OK == 2);
+	return 0;
+}
+
+/* 1.1: the mbedTLS the library was built with, as --version prints it; no client needed. */
+KR_TEST(client_v1, mbedtls_version_is_the_one_built_with)
+{
+	const char *v = kr_mbedtls_version();
+
+	check(v != NULL && strcmp(v, MBEDTLS_VERSION_STRING) == 0 && strncmp(v, "3.6.", 4) == 0);
+	check(kr_mbedtls_version() == v);
 	return 0;
 }
 
