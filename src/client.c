@@ -616,7 +616,7 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	off += ALIGN16(c->nbuckets * sizeof(int32_t));
 	c->arena = (char *)mem + off;
 	kr_loop_init(&c->loop);
-	kr_log_set_level(cfg->log_level < 0 ? -1 : cfg->log_level == 0 ? KR_LOG_WARN
+	kr_set_log_level(cfg->log_level < 0 ? -1 : cfg->log_level == 0 ? KR_LOG_WARN
 			 : cfg->log_level == 1 ? KR_LOG_INFO : cfg->log_level == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
 
 	kr_reflector_opts_default(&c->ropts);

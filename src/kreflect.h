@@ -628,6 +628,23 @@ enum kr_log_level {
  */
 int kr_set_log_handler(void (*fn)(void *arg, int level, const char *text), void *arg);
 
+/*
+ * Since 1.1, the host's own lines: kr_set_log_level sets the most verbose
+ * level written, process-wide (KR_LOG_ERROR .. KR_LOG_TRACE; -1: none;
+ * kr_client_init sets it from kr_config.log_level); kr_log formats one line
+ * and hands it to the log handler (at most 1023 bytes), or writes
+ * "kreflect: <level>: <text>" to stderr (a longer one cut, ending in "..."),
+ * as the library's own lines (a level outside the range counts as the nearest one;
+ * a NULL fmt writes nothing). No heap; not thread-safe, as the handler.
+ */
+#if defined(__GNUC__)
+#define KR_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KR_PRINTF_LIKE(f, a)
+#endif
+void kr_set_log_level(int level);
+void kr_log(int level, const char *fmt, ...) KR_PRINTF_LIKE(2, 3);
+
 /* --- least privilege ---------------------------------------------------------------- */
 
 enum kr_sandbox_mode { KR_SANDBOX_MODE_AUTO, KR_SANDBOX_MODE_ON, KR_SANDBOX_MODE_OFF };

@@ -18,7 +18,6 @@
 #include "http_post.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
-#include "log.h"
 #include "loop.h"
 #include "port.h"
 #include "notify.h"
@@ -1161,14 +1160,14 @@ int main(int argc, char **argv)
 	if (o.once && o.sup.argv)
 		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
 				   "sync%s", "");
-	kr_log_set_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
+	kr_set_log_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
 			 : o.verbosity == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
 	o.cfg.stop_after_sync = o.once;
 	r = make_client(&o, nres);
 	if (r)
 		return r;
 	if (o.log_level >= 0)
-		kr_log_set_level(o.log_level);
+		kr_set_log_level(o.log_level);
 	for (i = 0; o.sidecar && i < (size_t)sidecar.nnotes; i++)
 		kr_log(KR_LOG_INFO, "%s", sidecar.notes[i]);
 	nres = kr_client_resources(client);

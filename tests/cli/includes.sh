@@ -43,9 +43,8 @@ ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 #  sink.h       the JSON-lines output
 #  sidecar_env.h  k8s-sidecar's environment variables
 #  budget.h     --print-budget's items
-#  log.h        kr_log and the level, for the CLI's own lines
 #  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h log.h
+LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
 serve.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
