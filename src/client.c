@@ -1120,7 +1120,8 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 	if (err && errlen)
 		err[0] = '\0';
 	if (!valid(c) || !mem || !o || !o->listen || ((uintptr_t)mem & 15u))
-		return fail(err, errlen, KR_EINVAL, "kr_client_listen needs a client, aligned memory and an address");
+		return fail(err, errlen, KR_EINVAL, "the endpoint needs a client, 16-byte aligned memory and an "
+			    "address");
 	if (!KR_WITH_LISTEN)
 		return fail(err, errlen, KR_ENOTSUP, "unable to listen: the endpoint is not built into this "
 			    "kreflect");
@@ -1172,7 +1173,8 @@ int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr
 	return kr_client_endpoint(c, mem, len, &ec, err, errlen);
 }
 
-void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify, const struct kr_http_post *post)
+void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
+			    const struct kr_http_post *post)
 {
 	if (!valid(c))
 		return;
