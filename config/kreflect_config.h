@@ -181,6 +181,11 @@
 
 /* --- outputs on the device ---------------------------------------------------------- */
 
+/* Longest state directory path (kr_config.state_dir, --state-dir), its NUL included. */
+#ifndef KR_STATE_PATH_MAX
+#define KR_STATE_PATH_MAX 512u
+#endif
+
 /* Words of a supervised PROGRAM ARGS... (after --): a command line, not a script. */
 #ifndef KR_SUPERVISE_ARGS
 #define KR_SUPERVISE_ARGS 64

@@ -49,6 +49,7 @@ static void open_wakeup(struct kr_client *c);
  */
 #define CONFIG_SIZE_1_0 (offsetof(struct kr_config, memory_bytes) + sizeof(size_t))
 #define STATUS_SIZE_1_0 (offsetof(struct kr_status, status_reason) + sizeof(const char *))
+#define ENDPOINT_SIZE_1_1 (offsetof(struct kr_endpoint_config, bookmark_s) + sizeof(int))
 
 struct kr_client {
 	uint32_t magic;
@@ -91,6 +92,8 @@ struct kr_client {
 	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
 	/* kr_serve_close through a pointer: a program that never listens links no endpoint. */
 	void (*serve_close)(struct kr_serve *s);
+	const struct kr_notify *hook_notify;       /* the host's hooks, for the endpoint's metrics */
+	const struct kr_http_post *hook_post;
 	int state_on;                  /* snapshots go to cfg.state_dir */
 	struct kr_state persist;
 	struct kr_state_history history;    /* the endpoint's ring, saved with the state */
@@ -149,25 +152,35 @@ void kr_config_init_size(struct kr_config *cfg, size_t size)
 }
 
 /*
- * The caller's configuration as this library's struct: an older, shorter one
- * gets the defaults of the fields it lacks; a newer, longer one is taken only
- * if the fields this library does not know are zero. Returns 0, KR_EINVAL
- * (not made by kr_config_init) or KR_ENOTSUP (a field this library lacks).
+ * A caller's sized struct (given, its size first) as this library's (out,
+ * out_size bytes, its defaults already in place): an older, shorter one
+ * keeps the defaults of the fields it lacks; a newer, longer one is taken
+ * only if the fields this library does not know are zero. Returns 0,
+ * KR_EINVAL (a size below min: not made by its init) or KR_ENOTSUP (a
+ * field this library lacks).
  */
-static int config_in(const struct kr_config *cfg, struct kr_config *out)
+static int sized_in(const void *given, size_t min, void *out, size_t out_size)
 {
 	size_t size, i;
 
-	if (!cfg || cfg->struct_size < CONFIG_SIZE_1_0)
+	if (!given)
 		return KR_EINVAL;
-	size = cfg->struct_size;
-	for (i = sizeof(*out); i < size; i++)
-		if (((const unsigned char *)cfg)[i] != 0)
+	memcpy(&size, given, sizeof(size));
+	if (size < min)
+		return KR_EINVAL;
+	for (i = out_size; i < size; i++)
+		if (((const unsigned char *)given)[i] != 0)
 			return KR_ENOTSUP;
-	kr_config_init_size(out, sizeof(*out));
-	memcpy(out, cfg, size < sizeof(*out) ? size : sizeof(*out));
-	out->struct_size = sizeof(*out);
+	memcpy(out, given, size < out_size ? size : out_size);
+	memcpy(out, &out_size, sizeof(out_size));
 	return 0;
+}
+
+/* The caller's configuration as this library's struct (sized_in). */
+static int config_in(const struct kr_config *cfg, struct kr_config *out)
+{
+	kr_config_init_size(out, sizeof(*out));
+	return sized_in(cfg, CONFIG_SIZE_1_0, out, sizeof(*out));
 }
 
 /* --- memory ------------------------------------------------------------------------- */
@@ -603,7 +616,7 @@ int kr_client_init(struct kr_client **out, void *mem, size_t len, const struct k
 	off += ALIGN16(c->nbuckets * sizeof(int32_t));
 	c->arena = (char *)mem + off;
 	kr_loop_init(&c->loop);
-	kr_log_set_level(cfg->log_level < 0 ? -1 : cfg->log_level == 0 ? KR_LOG_WARN
+	kr_set_log_level(cfg->log_level < 0 ? -1 : cfg->log_level == 0 ? KR_LOG_WARN
 			 : cfg->log_level == 1 ? KR_LOG_INFO : cfg->log_level == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
 
 	kr_reflector_opts_default(&c->ropts);
@@ -1107,7 +1120,8 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 	if (err && errlen)
 		err[0] = '\0';
 	if (!valid(c) || !mem || !o || !o->listen || ((uintptr_t)mem & 15u))
-		return fail(err, errlen, KR_EINVAL, "kr_client_listen needs a client, aligned memory and an address");
+		return fail(err, errlen, KR_EINVAL, "the endpoint needs a client, 16-byte aligned memory and an "
+			    "address");
 	if (!KR_WITH_LISTEN)
 		return fail(err, errlen, KR_ENOTSUP, "unable to listen: the endpoint is not built into this "
 			    "kreflect");
@@ -1143,21 +1157,106 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr_listen_config *lc,
 		     char *err, size_t errlen)
 {
-	struct kr_serve_opts o;
+	struct kr_endpoint_config ec;
 
-	if (!lc || lc->ready_silence_s < 0 || lc->ready_silence_s > 86400 || lc->idle_s < 0 ||
-	    lc->idle_s > 3600 || lc->bookmark_s < 0 || lc->bookmark_s > 3600)
-		return fail(err, errlen, KR_EINVAL, "kr_client_listen: a value is out of range");
+	if (!lc)
+		return fail(err, errlen, KR_EINVAL, "kr_client_listen needs a configuration");
+	kr_endpoint_config_init(&ec);
+	ec.address = lc->address;
+	ec.token_file = lc->token_file;
+	ec.max_conns = lc->max_conns;
+	ec.serve_secrets = lc->serve_secrets;
+	ec.ready_silence_s = lc->ready_silence_s;
+	ec.idle_s = lc->idle_s;
+	ec.bookmark_s = lc->bookmark_s;
+	ec.health_only = lc->health_only;
+	return kr_client_endpoint(c, mem, len, &ec, err, errlen);
+}
+
+void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
+			    const struct kr_http_post *post)
+{
+	if (!valid(c))
+		return;
+	c->hook_notify = notify;
+	c->hook_post = post;
+}
+
+void kr_endpoint_config_init_size(struct kr_endpoint_config *ec, size_t size)
+{
+	if (!ec || size < ENDPOINT_SIZE_1_1)
+		return;
+	memset(ec, 0, size);
+	ec->struct_size = size;
+}
+
+size_t kr_endpoint_memory(const struct kr_endpoint_config *ec)
+{
+	struct kr_endpoint_config in;
+	struct kr_listen_config lc;
+
+	kr_endpoint_config_init(&in);
+	if (sized_in(ec, ENDPOINT_SIZE_1_1, &in, sizeof(in)) != 0)
+		return 0;
+	memset(&lc, 0, sizeof(lc));
+	lc.max_conns = in.max_conns;
+	return kr_listen_memory(&lc);
+}
+
+int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct kr_endpoint_config *ec,
+		       char *err, size_t errlen)
+{
+	struct kr_endpoint_config in;
+	struct kr_serve_opts o;
+	int r;
+
+	kr_endpoint_config_init(&in);
+	r = sized_in(ec, ENDPOINT_SIZE_1_1, &in, sizeof(in));
+	if (r == KR_ENOTSUP)
+		return fail(err, errlen, r, "the endpoint's configuration sets a field kreflect %s does not have "
+			    "(struct_size %zu, this library's %zu)", KR_VERSION, ec->struct_size, sizeof(in));
+	if (r != 0)
+		return fail(err, errlen, r, "the endpoint's configuration was not made by "
+			    "kr_endpoint_config_init");
+	if (in.ready_silence_s < 0 || in.ready_silence_s > 86400 || in.idle_s < 0 || in.idle_s > 3600 ||
+	    in.bookmark_s < 0 || in.bookmark_s > 3600)
+		return fail(err, errlen, KR_EINVAL, "the endpoint's ready_silence_s (0..86400), idle_s or "
+			    "bookmark_s (0..3600) is out of range");
 	memset(&o, 0, sizeof(o));
-	o.listen = lc->address;
-	o.token_file = lc->token_file;
-	o.max_conns = lc->max_conns;
-	o.serve_secrets = lc->serve_secrets;
-	o.ready_silence_ms = lc->ready_silence_s * 1000;
-	o.idle_ms = lc->idle_s * 1000;
-	o.bookmark_ms = lc->bookmark_s * 1000;
-	o.health_only = lc->health_only != 0;
+	o.listen = in.address;
+	o.token_file = in.token_file;
+	o.access_file = in.access_file;
+	o.cert_file = in.cert_file;
+	o.key_file = in.key_file;
+	o.client_ca_file = in.client_ca_file;
+	o.insecure = in.insecure != 0;
+	o.max_conns = in.max_conns;
+	o.serve_secrets = in.serve_secrets != 0;
+	o.health_only = in.health_only != 0;
+	o.healthz_ready = in.healthz_ready != 0;
+	o.ready_silence_ms = in.ready_silence_s * 1000;
+	o.idle_ms = in.idle_s * 1000;
+	o.bookmark_ms = in.bookmark_s * 1000;
+	if (valid(c)) {
+		o.notify = c->hook_notify;
+		o.post = c->hook_post;
+	}
 	return kr_client_listen_opts(c, mem, len, &o, err, errlen);
+}
+
+int kr_client_endpoint_where(struct kr_client *c, char *where, size_t len, int *token_required)
+{
+	if (!valid(c) || !where || !len)
+		return KR_EINVAL;
+	where[0] = '\0';
+	if (!KR_WITH_LISTEN || !c->serve)
+		return KR_ESTATE;
+	if (strlen(c->serve->where) >= len)
+		return KR_ENOSPC;
+	memcpy(where, c->serve->where, strlen(c->serve->where) + 1);
+	if (token_required)
+		*token_required = c->serve->need_token;
+	return 0;
 }
 
 /* --- reading ------------------------------------------------------------------------------- */

@@ -35,6 +35,12 @@ struct kr_serve_opts;
 int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const struct kr_serve_opts *o,
 			  char *err, size_t errlen);
 
+/* The CLI's hooks, whose metrics kr_client_endpoint's /metrics shows (NULL: none). */
+struct kr_notify;
+struct kr_http_post;
+void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
+			    const struct kr_http_post *post);
+
 /* sizeof(struct kr_client), for the budget. */
 size_t kr_client_struct_size(void);
 

@@ -47,6 +47,7 @@
  *    is an inline wrapper passing it), so it can grow at the end too.
  *  - structs the library hands to callbacks (kr_event, kr_state_change,
  *    kr_object) only grow at the end: read the fields you know.
+ *  - struct kr_endpoint_config (1.1) grows as kr_config does.
  *  - struct kr_resource_spec, kr_listen_config and kr_client_fd are frozen:
  *    a new option comes as a new call, not a new field.
  * Why a size field and not opaque setters (libcurl's curl_easy_setopt with
@@ -119,6 +120,9 @@ const char *kr_strerror(int err);
 
 /* The build target ("x86_64", "aarch64", "armv7", ...), fixed at compile time. */
 const char *kr_target(void);
+
+/* Since 1.1: the version of the mbedTLS the library was built with ("3.6.2"). */
+const char *kr_mbedtls_version(void);
 
 /* --- configuration ------------------------------------------------------------ */
 
@@ -480,6 +484,62 @@ size_t kr_listen_memory(const struct kr_listen_config *lc);
 int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr_listen_config *lc,
 		     char *err, size_t errlen);
 
+/*
+ * Since 1.1: every option of the endpoint (the CLI's --listen and its flags),
+ * in a struct that grows as kr_config does (struct_size, filled by
+ * kr_endpoint_config_init; fields only ever added at the end). Times in
+ * seconds, 0 for the default.
+ */
+struct kr_endpoint_config {
+	size_t struct_size;            /* sizeof(struct kr_endpoint_config), set by its init */
+	const char *address;           /* as kr_listen_config's; another IP:PORT needs token_file
+					  or client_ca_file, and cert_file or insecure */
+	const char *token_file;        /* Authorization: Bearer <its token>, or of one of its
+					  "token,user" lines; re-read when it changes */
+	const char *access_file;       /* what each user may read: "USER NAMESPACES RESOURCES"
+					  lines (comma lists or *); NULL: everything */
+	const char *cert_file;         /* serve TLS 1.2/1.3 with this certificate chain (PEM) */
+	const char *key_file;          /* and its key (both re-read when they change) */
+	const char *client_ca_file;    /* clients may authenticate by a certificate it signed */
+	int insecure;                  /* 1: a non-loopback address without TLS (a warning) */
+	int max_conns;                 /* 0: the compile-time most (KR_SERVE_MAX_CONNS) */
+	int serve_secrets;             /* 1: Secrets too (403 otherwise) */
+	int health_only;               /* 1: /healthz, /livez and /readyz only */
+	int healthz_ready;             /* 1: /healthz answers as /readyz (k8s-sidecar's probe) */
+	int ready_silence_s;           /* /readyz fails for a resource silent this long; 0: 180 */
+	int idle_s;                    /* a request head within this; 0: 30 */
+	int bookmark_s;                /* BOOKMARKs to local watches that ask; 0: 60 */
+};
+
+/* Fills ec with the defaults (zeros) and sets ec->struct_size. */
+void kr_endpoint_config_init_size(struct kr_endpoint_config *ec, size_t size);
+static inline void kr_endpoint_config_init(struct kr_endpoint_config *ec)
+{
+	kr_endpoint_config_init_size(ec, sizeof(*ec));
+}
+
+/* Bytes of memory the endpoint needs; 0 if ec is bad (not made by its init, max_conns out of range). */
+size_t kr_endpoint_memory(const struct kr_endpoint_config *ec);
+
+/*
+ * kr_client_listen with every option: the same memory, states and errors
+ * (the file or setting at fault named in err), and KR_EINVAL for a
+ * configuration not made by kr_endpoint_config_init or a time out of range
+ * (ready_silence_s above 86400, idle_s or bookmark_s above 3600), KR_ENOTSUP
+ * for one that sets a field this library does not have.
+ */
+int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct kr_endpoint_config *ec,
+		       char *err, size_t errlen);
+
+/*
+ * Where the open endpoint listens ("127.0.0.1:8080", "[::1]:8443",
+ * "unix:/run/kreflect.sock"), NUL-terminated in where, and in
+ * *token_required (if not NULL) 1 if clients must authenticate. Returns 0,
+ * KR_EINVAL (no client, no buffer), KR_ESTATE (no endpoint open), KR_ENOSPC
+ * (where too small: it holds "").
+ */
+int kr_client_endpoint_where(struct kr_client *c, char *where, size_t len, int *token_required);
+
 /* --- health ------------------------------------------------------------------------ */
 
 struct kr_status {
@@ -567,6 +627,23 @@ enum kr_log_level {
  * starting clients; the call itself is not thread-safe. Returns 0.
  */
 int kr_set_log_handler(void (*fn)(void *arg, int level, const char *text), void *arg);
+
+/*
+ * Since 1.1, the host's own lines: kr_set_log_level sets the most verbose
+ * level written, process-wide (KR_LOG_ERROR .. KR_LOG_TRACE; -1: none;
+ * kr_client_init sets it from kr_config.log_level); kr_log formats one line
+ * and hands it to the log handler (at most 1023 bytes), or writes
+ * "kreflect: <level>: <text>" to stderr (a longer one cut, ending in "..."),
+ * as the library's own lines (a level outside the range counts as the nearest one;
+ * a NULL fmt writes nothing). No heap; not thread-safe, as the handler.
+ */
+#if defined(__GNUC__)
+#define KR_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KR_PRINTF_LIKE(f, a)
+#endif
+void kr_set_log_level(int level);
+void kr_log(int level, const char *fmt, ...) KR_PRINTF_LIKE(2, 3);
 
 /* --- least privilege ---------------------------------------------------------------- */
 

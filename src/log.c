@@ -11,7 +11,7 @@ static void *handler_arg;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug", "trace" };
 
-void kr_log_set_level(int level)
+void kr_set_log_level(int level)
 {
 	max_level = level;
 }
@@ -73,7 +73,9 @@ void kr_log(int level, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (level > max_level)
+	/* A stray level (a host's) counts as the nearest one. */
+	level = level < KR_LOG_ERROR ? KR_LOG_ERROR : level > KR_LOG_TRACE ? KR_LOG_TRACE : level;
+	if (level > max_level || !fmt)
 		return;
 	va_start(ap, fmt);
 	if (handler) {
@@ -81,7 +83,7 @@ void kr_log(int level, const char *fmt, ...)
 		if (kr_vsnprintf(line, sizeof(line), fmt, ap) < 0)
 			line[0] = '\0';
 		va_end(ap);
-		handler(handler_arg, level < KR_LOG_ERROR ? KR_LOG_ERROR : level, line);
+		handler(handler_arg, level, line);
 		return;
 	}
 	n = format_line(line, sizeof(line), level, fmt, ap);

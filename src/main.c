@@ -8,6 +8,7 @@
  */
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,15 +18,13 @@
 #include "http_post.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
-#include "log.h"
 #include "loop.h"
-#include "mbedtls/build_info.h"
 #include "notify.h"
+#include "port.h"
 #include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
-#include "state.h"
 #include "supervise.h"
 
 #define EXIT_FATAL 1
@@ -271,7 +270,7 @@ struct options {
 	int log_level;                 /* >= 0: set directly (k8s-sidecar's LOG_LEVEL) */
 	struct kr_supervise_opts sup;
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
-	struct kr_serve_opts serve;
+	struct kr_endpoint_config serve;
 	enum kr_sandbox_mode sandbox;  /* --sandbox auto|on|off */
 	const char *user, *group;      /* --user, --group: names or numbers */
 };
@@ -293,7 +292,7 @@ static void print_version(void)
 
 	kr_dprintf(1, "kreflect %s\n", KR_VERSION);
 	kr_dprintf(1, "target: %s (linux, static)\n", kr_target());
-	kr_dprintf(1, "mbedTLS: %s\n", MBEDTLS_VERSION_STRING);
+	kr_dprintf(1, "mbedTLS: %s\n", kr_mbedtls_version());
 	kr_dprintf(1, "capacities: resources=%u objects=%u (ceiling %u) arena=%u max-object=%u "
 	       "json-tokens=%u connections=%u tls-heap=%u\n",
 	       (unsigned)KR_MAX_RESOURCES, (unsigned)KR_MAX_OBJECTS, (unsigned)KR_MAX_OBJECTS_CEILING,
@@ -444,13 +443,147 @@ static unsigned long long parse_bytes(const char *s)
 	return v * mul;
 }
 
-/* Flag value: "--flag value" or "--flag=value". */
-static const char *value_of(int argc, char **argv, int *i, const char *longname, const char *shortname)
+/*
+ * The flags, one row each: X(name, text, hi, field, kind, bits, short). The
+ * kind says what the value is and how it is checked, field where it goes in
+ * struct options. Messages are made from the row, in the words the if/else
+ * chain before this table used (tests/cli pins every one of them). The rows
+ * expand to three arrays, so that a row costs 12 bytes and its texts no
+ * pointers (the tiny build's read-only data is a page's last bytes). The
+ * help text stays hand-laid (its columns and paragraphs are not one line per
+ * flag); tests/cli/run.py checks that --help and the rows name the same flags.
+ */
+enum flag_kind {
+	F_STR,          /* a string; text: what it "needs" if it may not be empty */
+	F_SET,          /* no value: sets an int to 1 */
+	F_NUM,          /* a decimal number in [0 or 1, hi] */
+	F_ENUM,         /* one of text's words ("auto|on|off"): its index (F_NEG: 1 - index) */
+	F_VERBOSITY,    /* F_NUM, and the client's log level too */
+	F_SIGNAL,       /* --signal SIG:PID|SIG:@PIDFILE */
+	F_CHILD_SIGNAL, /* a signal's name */
+	F_MODE,         /* an octal file mode */
+	F_BYTES,        /* a byte count with K, M, G: at least hi x KR_ARENA_MIN */
+};
+
+/* Bits of a row beside its kind. */
+#define F_LO1 0x01      /* F_NUM: the least value is 1 (else 0) */
+#define F_MS 0x02       /* F_NUM: seconds on the command line, milliseconds stored */
+#define F_WHAT 0x04     /* F_NUM: text is the whole "must be ..." (else a unit after the range) */
+#define F_GOT 0x08      /* F_STR: empty or too long: "needs TEXT, got 'V'" */
+#define F_NEG 0x10      /* F_ENUM: the first word is 1, the second 0 */
+#define F_SUP 0x20      /* a supervisor flag: needs -- PROGRAM */
+
+#define SECONDS " seconds"
+
+#if KR_WITH_LISTEN
+#define FLAGS_LISTEN_FILES(X) \
+	X("--listen-cert-file", "", 0, serve.cert_file, F_STR, 0, 0) \
+	X("--listen-key-file", "", 0, serve.key_file, F_STR, 0, 0) \
+	X("--listen-client-ca-file", "", 0, serve.client_ca_file, F_STR, 0, 0) \
+	X("--listen-access-file", "", 0, serve.access_file, F_STR, 0, 0) \
+	X("--listen-insecure", "", 0, serve.insecure, F_SET, 0, 0)
+#else
+#define FLAGS_LISTEN_FILES(X)   /* a build without the endpoint: unknown flags */
+#endif
+
+#define FLAGS(X) \
+	/* connection */ \
+	X("--kubeconfig", "", 0, cfg.kubeconfig, F_STR, 0, 0) \
+	X("--context", "", 0, cfg.context, F_STR, 0, 0) \
+	X("--server", "", 0, cfg.server, F_STR, 0, 0) \
+	X("--token-file", "", 0, cfg.token_file, F_STR, 0, 0) \
+	X("--certificate-authority", "", 0, cfg.ca_file, F_STR, 0, 0) \
+	X("--client-certificate", "", 0, cfg.cert_file, F_STR, 0, 0) \
+	X("--client-key", "", 0, cfg.key_file, F_STR, 0, 0) \
+	X("--insecure-skip-tls-verify", "", 0, cfg.insecure_skip_tls_verify, F_SET, 0, 0) \
+	/* what to mirror */ \
+	X("--namespace", "a namespace name", KR_NAME_MAX, cfg.ns, F_STR, F_GOT, 'n') \
+	X("--all-namespaces", "", 0, cfg.all_namespaces, F_SET, 0, 'A') \
+	X("--selector", "", KR_SELECTOR_MAX, cfg.label_selector, F_STR, 0, 'l') \
+	X("--field-selector", "", KR_SELECTOR_MAX, cfg.field_selector, F_STR, 0, 0) \
+	/* how */ \
+	X("--watch-list", "auto|on|off", 0, cfg.watch_list, F_ENUM, 0, 0) \
+	X("--page-size", "a number from 1 to 100000", 100000, cfg.page_size, F_NUM, F_LO1 | F_WHAT, 0) \
+	X("--gzip", "on|off", 0, cfg.gzip, F_ENUM, F_NEG, 0) \
+	X("--resync", SECONDS, KR_RESYNC_MAX_S, cfg.resync_s, F_NUM, 0, 0) \
+	X("--initial-events-timeout", SECONDS, 3600, cfg.initial_events_timeout_s, F_NUM, F_LO1, 0) \
+	X("--watch-idle-timeout", SECONDS, 86400, cfg.watch_idle_timeout_s, F_NUM, F_LO1, 0) \
+	X("--keep-managed-fields", "", 0, cfg.keep_managed_fields, F_SET, 0, 0) \
+	/* memory */ \
+	X("--max-objects", "", (int)KR_MAX_OBJECTS_CEILING, cfg.max_objects, F_NUM, F_LO1, 0) \
+	X("--arena-bytes", "", 1, cfg.arena_bytes, F_BYTES, 0, 0) \
+	X("--memory", "", 2, cfg.memory_bytes, F_BYTES, 0, 0) \
+	X("--once", "", 0, once, F_SET, 0, 0) \
+	X("--timeout", SECONDS, 86400, timeout_s, F_NUM, F_LO1, 0) \
+	/* output */ \
+	X("--dir", "a directory", 0, dir.path, F_STR, 0, 0) \
+	X("--dir-layout", "flat|object", 0, dir.layout_object, F_ENUM, 0, 0) \
+	X("--dir-annotation", "", 0, dir.annotation, F_STR, 0, 0) \
+	X("--file-mode", "", 0, dir.file_mode, F_MODE, 0, 0) \
+	X("--secret-file-mode", "", 0, dir.secret_mode, F_MODE, 0, 0) \
+	X("--dir-sync", "batch|each", 0, dir_sync_each, F_ENUM, 0, 0) \
+	X("--exec", "a command", 0, notify.exec, F_STR, 0, 0) \
+	X("--signal", "", 0, notify.signal, F_SIGNAL, 0, 0) \
+	X("--http-post", "a URL", 0, http_post, F_STR, 0, 0) \
+	/* state */ \
+	X("--state-dir", "", KR_STATE_PATH_MAX, cfg.state_dir, F_STR, 0, 0) \
+	X("--state-sync", "child|inline", 0, cfg.state_sync_inline, F_ENUM, 0, 0) \
+	X("--state-interval", SECONDS, 86400, cfg.state_interval_s, F_NUM, F_LO1, 0) \
+	X("--max-stale", "a number of seconds", 86400 * 3650, cfg.max_stale_s, F_NUM, F_WHAT, 0) \
+	X("--debounce", " milliseconds", 3600000, notify.debounce_ms, F_NUM, 0, 0) \
+	X("--output", "jsonl|none", 0, output_none, F_ENUM, 0, 'o') \
+	X("--verbosity", "", 3, verbosity, F_VERBOSITY, 0, 'v') \
+	/* supervisor mode */ \
+	X("--child-signal", "", 0, sup.child_signal, F_CHILD_SIGNAL, F_SUP, 0) \
+	X("--on-change", "signal|restart", 0, sup.restart, F_ENUM, F_SUP, 0) \
+	X("--grace", SECONDS, 3600, sup.grace_ms, F_NUM, F_MS | F_SUP, 0) \
+	/* local endpoint */ \
+	X("--listen", "127.0.0.1:PORT, [::1]:PORT or unix:/PATH", 0, serve.address, F_STR, 0, 0) \
+	X("--listen-token-file", "a file", 0, serve.token_file, F_STR, 0, 0) \
+	FLAGS_LISTEN_FILES(X) \
+	X("--listen-max-conns", " (KR_SERVE_MAX_CONNS)", KR_SERVE_MAX_CONNS, serve.max_conns, F_NUM, F_LO1, 0) \
+	X("--serve-secrets", "", 0, serve.serve_secrets, F_SET, 0, 0) \
+	X("--listen-health-only", "", 0, serve.health_only, F_SET, 0, 0) \
+	X("--readyz-max-silence", SECONDS, 86400, serve.ready_silence_s, F_NUM, F_LO1, 0) \
+	X("--listen-idle-timeout", SECONDS, 3600, serve.idle_s, F_NUM, F_LO1, 0) \
+	X("--listen-bookmark-interval", SECONDS, 3600, serve.bookmark_s, F_NUM, F_LO1, 0) \
+	/* least privilege */ \
+	X("--sandbox", "auto|on|off", 0, sandbox, F_ENUM, 0, 0) \
+	X("--user", "", 0, user, F_STR, 0, 0) \
+	X("--group", "", 0, group, F_STR, 0, 0)
+
+struct flag {
+	int hi;                        /* F_NUM: the largest value; F_STR: a length limit (0:
+					  none); F_BYTES: the least, in KR_ARENA_MIN */
+	unsigned short off;            /* the field: offsetof(struct options, ...) */
+	unsigned char size;            /* and its sizeof */
+	unsigned char kind, bits;
+	char shortname;                /* 'n' for -n, or 0 */
+};
+
+/* A field's size; one neither int- nor long-sized (store() writes those two) does not compile. */
+#define FIELD_SIZE(field) (sizeof(((struct options *)0)->field) * \
+	sizeof(char[sizeof(((struct options *)0)->field) == sizeof(int) || \
+		    sizeof(((struct options *)0)->field) == sizeof(long) ? 1 : -1]))
+#define FLAG_ROW(name, text, hi, field, kind, bits, sh) \
+	{ hi, (unsigned short)offsetof(struct options, field), FIELD_SIZE(field), kind, bits, sh },
+#define FLAG_NAME(name, text, hi, field, kind, bits, sh) name "\0"
+#define FLAG_TEXT(name, text, hi, field, kind, bits, sh) text "\0"
+
+static const struct flag flags[] = { FLAGS(FLAG_ROW) };
+static const char flag_names[] = FLAGS(FLAG_NAME);    /* row k's: kr_str_nth(flag_names, k) */
+static const char flag_texts[] = FLAGS(FLAG_TEXT);
+
+#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
+_Static_assert(sizeof(struct options) <= 65535, "a row's field offset is an unsigned short");
+
+/* Flag value: "--flag value" or "--flag=value" (a short flag: "-n value" only). */
+static const char *value_of(int argc, char **argv, int *i, const char *longname, char shortname)
 {
 	const char *a = argv[*i];
 	size_t ll = strlen(longname);
 
-	if ((strcmp(a, longname) == 0 || (shortname && strcmp(a, shortname) == 0))) {
+	if (strcmp(a, longname) == 0 || (shortname && a[0] == '-' && a[1] == shortname && !a[2])) {
 		if (*i + 1 >= argc)
 			return "";
 		return argv[++*i];
@@ -460,13 +593,166 @@ static const char *value_of(int argc, char **argv, int *i, const char *longname,
 	return NULL;
 }
 
+/* The row of flag a (its value in *v, argv[*i] moved past it), or -1. */
+static int find_flag(int argc, char **argv, int *i, const char **v)
+{
+	const char *a = argv[*i], *name = flag_names;
+	size_t k;
+
+	for (k = 0; k < NFLAGS; k++, name += strlen(name) + 1) {
+		const struct flag *f = &flags[k];
+
+		if (f->kind == F_SET) {
+			/* Exactly the flag: a switch takes no "=value". */
+			if (strcmp(a, name) == 0 || (f->shortname && a[0] == '-' && a[1] == f->shortname && !a[2]))
+				return (int)k;
+		} else if ((*v = value_of(argc, argv, i, name, f->shortname))) {
+			return (int)k;
+		}
+	}
+	return -1;
+}
+
+/* The index of v among words ("auto|on|off"), or -1; "auto, on or off" in buf. */
+static int choice(const char *words, const char *v, char *buf, size_t len)
+{
+	const char *w = words;
+	size_t l, at = 0;
+	int k, n = 1, found = -1;
+
+	for (l = 0; words[l]; l++)
+		n += words[l] == '|';
+	for (k = 0; k < n; k++, w += l + 1) {
+		l = strcspn(w, "|");
+		if (strlen(v) == l && strncmp(v, w, l) == 0)
+			found = k;
+		if (at < len)
+			at += (size_t)kr_snprintf(buf + at, len - at, "%s%.*s",
+						  k == 0 ? "" : k + 1 < n ? ", " : " or ", (int)l, w);
+	}
+	return found;
+}
+
+/* Stores v in the row's field, an integer of the field's size (all hold non-negative values). */
+static void store(struct options *o, const struct flag *f, long long v)
+{
+	char *p = (char *)o + f->off;
+	int i = (int)v;
+	long l = (long)v;
+
+	if (f->size == sizeof(int))
+		memcpy(p, &i, sizeof(i));
+	else
+		memcpy(p, &l, sizeof(l));
+}
+
+/* --signal SIG:PID or SIG:@PIDFILE. Returns 0 or an exit code. */
+static int set_signal(struct options *o, const char *v)
+{
+	char name[16];
+	const char *colon = strchr(v, ':');
+	size_t nl = colon ? (size_t)(colon - v) : 0;
+
+	if (!colon || nl == 0 || nl >= sizeof(name))
+		return usage_error("--signal must be SIG:PID or SIG:@PIDFILE, not '%s'", v);
+	memcpy(name, v, nl);
+	name[nl] = '\0';
+	/* Without hooks the flag is refused by name later: no signal table needed. */
+	o->notify.signal = KR_WITH_HOOKS ? kr_port_signal_number(name) : 1;
+	if (o->notify.signal <= 0)
+		return usage_error("--signal: unknown signal '%s'", name);
+	if (colon[1] == '@' && colon[2]) {
+		o->notify.signal_pidfile = colon + 2;
+	} else {
+		long pid = kr_parse_num(colon + 1, 1, 0x7fffffff);
+
+		if (pid < 0)
+			return usage_error("--signal: '%s' is not a pid or @pidfile", colon + 1);
+		o->notify.signal_pid = (int)pid;
+	}
+	return 0;
+}
+
+/* Checks and stores row k's value v (a: the argument as given). Returns 0 or an exit code. */
+static int set_flag(struct options *o, int k, const char *a, const char *v)
+{
+	const struct flag *f = &flags[k];
+	const char *name = kr_str_nth(flag_names, (size_t)k), *text = kr_str_nth(flag_texts, (size_t)k);
+	char buf[64];
+	long n;
+
+	switch (f->kind) {
+	case F_STR:
+		if ((*text && !*v) || (f->hi && strlen(v) >= (size_t)f->hi)) {
+			if (f->bits & F_GOT)
+				return usage_error("%s needs %s, got '%s'", name, text, v);
+			if (!*v)
+				return usage_error("%s needs %s", name, text);
+			return usage_error("%s is too long: '%.40s...'", name, v);
+		}
+		memcpy((char *)o + f->off, &v, sizeof(v));        /* a const char * field */
+		break;
+	case F_SET:
+		store(o, f, 1);
+		break;
+	case F_NUM:
+	case F_VERBOSITY:
+		n = kr_parse_num(v, f->bits & F_LO1 ? 1 : 0, f->hi);
+		if (n < 0 && f->bits & F_WHAT)
+			return usage_error("%s must be %s, not '%s'", name, text, v);
+		if (n < 0)
+			return usage_error("%s must be %d to %d%s, not '%s'", name, f->bits & F_LO1 ? 1 : 0, f->hi,
+					   text, v);
+		store(o, f, f->bits & F_MS ? n * 1000 : n);
+		if (f->kind == F_VERBOSITY)
+			o->cfg.log_level = (int)n;
+		break;
+	case F_ENUM:
+		n = choice(text, v, buf, sizeof(buf));
+		if (n < 0)
+			return usage_error("%s must be %s, not '%s'", name, buf, v);
+		store(o, f, f->bits & F_NEG ? 1 - n : n);
+		break;
+	case F_SIGNAL:
+		return set_signal(o, v);
+	case F_CHILD_SIGNAL:
+		n = KR_WITH_HOOKS ? kr_port_signal_number(v) : 1;
+		if (n <= 0)
+			return usage_error("--child-signal: unknown signal '%s'", v);
+		store(o, f, n);
+		break;
+	case F_MODE: {
+		char *end;
+		long long mode = kr_strtoll(v, &end, 8);
+
+		if (!*v || *end || mode < 0 || mode > 07777)
+			return usage_error("%s must be an octal mode like 0640, not '%s'", a, v);
+		store(o, f, mode);
+		break;
+	}
+	case F_BYTES: {
+		unsigned long long b = parse_bytes(v);
+
+		if (b < (unsigned long long)f->hi * KR_ARENA_MIN || b > KR_ARENA_BYTES_CEILING)
+			return usage_error("%s must be %uK to %lluM (K, M, G suffixes), not '%s'", name,
+					   (unsigned)(f->hi * KR_ARENA_MIN / 1024),
+					   (unsigned long long)(KR_ARENA_BYTES_CEILING >> 20), v);
+		store(o, f, (long long)b);
+		break;
+	}
+	}
+	if (f->bits & F_SUP)
+		o->sup_flag = name;
+	return 0;
+}
+
 static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 {
-	const char *v;
-	int i;
+	int i, r;
 
 	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v = NULL;
+		int k;
 
 		if (strcmp(a, "--") == 0) {
 			/* The rest is the supervised program's, untouched. */
@@ -478,286 +764,11 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			o->sup.argv = (const char *const *)argv + i + 1;
 			break;
 		}
-		if ((v = value_of(argc, argv, &i, "--kubeconfig", NULL))) {
-			o->cfg.kubeconfig = v;
-		} else if ((v = value_of(argc, argv, &i, "--context", NULL))) {
-			o->cfg.context = v;
-		} else if ((v = value_of(argc, argv, &i, "--server", NULL))) {
-			o->cfg.server = v;
-		} else if ((v = value_of(argc, argv, &i, "--token-file", NULL))) {
-			o->cfg.token_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--certificate-authority", NULL))) {
-			o->cfg.ca_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--client-certificate", NULL))) {
-			o->cfg.cert_file = v;
-		} else if ((v = value_of(argc, argv, &i, "--client-key", NULL))) {
-			o->cfg.key_file = v;
-		} else if (strcmp(a, "--insecure-skip-tls-verify") == 0) {
-			o->cfg.insecure_skip_tls_verify = 1;
-		} else if ((v = value_of(argc, argv, &i, "--namespace", "-n"))) {
-			if (!*v || strlen(v) >= KR_NAME_MAX)
-				return usage_error("--namespace needs a namespace name, got '%s'", v);
-			o->cfg.ns = v;
-		} else if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {
-			o->cfg.all_namespaces = 1;
-		} else if ((v = value_of(argc, argv, &i, "--selector", "-l"))) {
-			if (strlen(v) >= KR_SELECTOR_MAX)
-				return usage_error("--selector is too long: '%.40s...'", v);
-			o->cfg.label_selector = v;
-		} else if ((v = value_of(argc, argv, &i, "--field-selector", NULL))) {
-			if (strlen(v) >= KR_SELECTOR_MAX)
-				return usage_error("--field-selector is too long: '%.40s...'", v);
-			o->cfg.field_selector = v;
-		} else if ((v = value_of(argc, argv, &i, "--output", "-o"))) {
-			if (strcmp(v, "jsonl") == 0)
-				o->output_none = 0;
-			else if (strcmp(v, "none") == 0)
-				o->output_none = 1;
-			else
-				return usage_error("--output must be jsonl or none, not '%s'", v);
-		} else if ((v = value_of(argc, argv, &i, "--watch-list", NULL))) {
-			if (strcmp(v, "auto") == 0)
-				o->cfg.watch_list = KR_WL_AUTO;
-			else if (strcmp(v, "on") == 0)
-				o->cfg.watch_list = KR_WL_ON;
-			else if (strcmp(v, "off") == 0)
-				o->cfg.watch_list = KR_WL_OFF;
-			else
-				return usage_error("--watch-list must be auto, on or off, not '%s'", v);
-		} else if ((v = value_of(argc, argv, &i, "--gzip", NULL))) {
-			if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
-				o->cfg.gzip = strcmp(v, "on") == 0;
-			else
-				return usage_error("--gzip must be on or off, not '%s'", v);
-		} else if ((v = value_of(argc, argv, &i, "--page-size", NULL))) {
-			long n = kr_parse_num(v, 1, 100000);
-
-			if (n < 0)
-				return usage_error("--page-size must be a number from 1 to 100000, not '%s'", v);
-			o->cfg.page_size = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--resync", NULL))) {
-			long n = kr_parse_num(v, 0, KR_RESYNC_MAX_S);
-
-			if (n < 0)
-				return usage_error("--resync must be 0 to %d seconds, not '%s'", KR_RESYNC_MAX_S, v);
-			o->cfg.resync_s = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--initial-events-timeout", NULL))) {
-			long n = kr_parse_num(v, 1, 3600);
-
-			if (n < 0)
-				return usage_error("--initial-events-timeout must be 1 to 3600 seconds, not '%s'", v);
-			o->cfg.initial_events_timeout_s = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--dir", NULL))) {
-			if (!*v)
-				return usage_error("--dir needs a directory%s", "");
-			o->dir.path = v;
-		} else if ((v = value_of(argc, argv, &i, "--dir-layout", NULL))) {
-			if (strcmp(v, "flat") == 0)
-				o->dir.layout_object = 0;
-			else if (strcmp(v, "object") == 0)
-				o->dir.layout_object = 1;
-			else
-				return usage_error("--dir-layout must be flat or object, not '%s'", v);
-		} else if ((v = value_of(argc, argv, &i, "--dir-sync", NULL))) {
-			if (strcmp(v, "batch") != 0 && strcmp(v, "each") != 0)
-				return usage_error("--dir-sync must be batch or each, not '%s'", v);
-			o->dir_sync_each = strcmp(v, "each") == 0;
-		} else if ((v = value_of(argc, argv, &i, "--dir-annotation", NULL))) {
-			o->dir.annotation = v;
-		} else if ((v = value_of(argc, argv, &i, "--file-mode", NULL)) ||
-			   (v = value_of(argc, argv, &i, "--secret-file-mode", NULL))) {
-			char *end;
-			long long mode = kr_strtoll(v, &end, 8);
-
-			if (!*v || *end || mode < 0 || mode > 07777)
-				return usage_error("%s must be an octal mode like 0640, not '%s'", a, v);
-			if (strncmp(a, "--file-mode", 11) == 0)
-				o->dir.file_mode = (unsigned)mode;
-			else
-				o->dir.secret_mode = (unsigned)mode;
-		} else if ((v = value_of(argc, argv, &i, "--exec", NULL))) {
-			if (!*v)
-				return usage_error("--exec needs a command%s", "");
-			o->notify.exec = v;
-		} else if ((v = value_of(argc, argv, &i, "--signal", NULL))) {
-			char name[16];
-			const char *colon = strchr(v, ':');
-			size_t nl = colon ? (size_t)(colon - v) : 0;
-
-			if (!colon || nl == 0 || nl >= sizeof(name))
-				return usage_error("--signal must be SIG:PID or SIG:@PIDFILE, not '%s'", v);
-			memcpy(name, v, nl);
-			name[nl] = '\0';
-			/* Without hooks the flag is refused by name below: no signal table needed. */
-			o->notify.signal = KR_WITH_HOOKS ? kr_port_signal_number(name) : 1;
-			if (o->notify.signal <= 0)
-				return usage_error("--signal: unknown signal '%s'", name);
-			if (colon[1] == '@' && colon[2]) {
-				o->notify.signal_pidfile = colon + 2;
-			} else {
-				long pid = kr_parse_num(colon + 1, 1, 0x7fffffff);
-
-				if (pid < 0)
-					return usage_error("--signal: '%s' is not a pid or @pidfile", colon + 1);
-				o->notify.signal_pid = (int)pid;
-			}
-		} else if ((v = value_of(argc, argv, &i, "--http-post", NULL))) {
-			if (!*v)
-				return usage_error("--http-post needs a URL%s", "");
-			o->http_post = v;
-		} else if ((v = value_of(argc, argv, &i, "--child-signal", NULL))) {
-			o->sup.child_signal = KR_WITH_HOOKS ? kr_port_signal_number(v) : 1;
-			if (o->sup.child_signal <= 0)
-				return usage_error("--child-signal: unknown signal '%s'", v);
-			o->sup_flag = "--child-signal";
-		} else if ((v = value_of(argc, argv, &i, "--on-change", NULL))) {
-			if (strcmp(v, "signal") == 0)
-				o->sup.restart = 0;
-			else if (strcmp(v, "restart") == 0)
-				o->sup.restart = 1;
-			else
-				return usage_error("--on-change must be signal or restart, not '%s'", v);
-			o->sup_flag = "--on-change";
-		} else if ((v = value_of(argc, argv, &i, "--grace", NULL))) {
-			long n = kr_parse_num(v, 0, 3600);
-
-			if (n < 0)
-				return usage_error("--grace must be 0 to 3600 seconds, not '%s'", v);
-			o->sup.grace_ms = (int)n * 1000;
-			o->sup_flag = "--grace";
-		} else if ((v = value_of(argc, argv, &i, "--state-dir", NULL))) {
-			if (strlen(v) >= KR_STATE_PATH_MAX)
-				return usage_error("--state-dir is too long: '%.40s...'", v);
-			o->cfg.state_dir = v;  /* "" turns a compiled-in default off */
-		} else if ((v = value_of(argc, argv, &i, "--state-interval", NULL))) {
-			long n = kr_parse_num(v, 1, 86400);
-
-			if (n < 0)
-				return usage_error("--state-interval must be 1 to 86400 seconds, not '%s'", v);
-			o->cfg.state_interval_s = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--state-sync", NULL))) {
-			if (strcmp(v, "child") != 0 && strcmp(v, "inline") != 0)
-				return usage_error("--state-sync must be child or inline, not '%s'", v);
-			o->cfg.state_sync_inline = strcmp(v, "inline") == 0;
-		} else if ((v = value_of(argc, argv, &i, "--max-stale", NULL))) {
-			long n = kr_parse_num(v, 0, 86400L * 3650);
-
-			if (n < 0)
-				return usage_error("--max-stale must be a number of seconds, not '%s'", v);
-			o->cfg.max_stale_s = n;
-		} else if ((v = value_of(argc, argv, &i, "--debounce", NULL))) {
-			long n = kr_parse_num(v, 0, 3600000);
-
-			if (n < 0)
-				return usage_error("--debounce must be 0 to 3600000 milliseconds, not '%s'", v);
-			o->notify.debounce_ms = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--watch-idle-timeout", NULL))) {
-			long n = kr_parse_num(v, 1, 86400);
-
-			if (n < 0)
-				return usage_error("--watch-idle-timeout must be 1 to 86400 seconds, not '%s'", v);
-			o->cfg.watch_idle_timeout_s = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--listen", NULL))) {
-			if (!*v)
-				return usage_error("--listen needs 127.0.0.1:PORT, [::1]:PORT or unix:/PATH%s", "");
-			o->serve.listen = v;
-		} else if ((v = value_of(argc, argv, &i, "--listen-token-file", NULL))) {
-			if (!*v)
-				return usage_error("--listen-token-file needs a file%s", "");
-			o->serve.token_file = v;
-		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-cert-file", NULL))) {
-			o->serve.cert_file = v;      /* a build without the endpoint: unknown flags */
-		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-key-file", NULL))) {
-			o->serve.key_file = v;
-		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-client-ca-file", NULL))) {
-			o->serve.client_ca_file = v;
-		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-access-file", NULL))) {
-			o->serve.access_file = v;
-		} else if (KR_WITH_LISTEN && strcmp(a, "--listen-insecure") == 0) {
-			o->serve.insecure = 1;
-		} else if ((v = value_of(argc, argv, &i, "--listen-max-conns", NULL))) {
-			long n = kr_parse_num(v, 1, KR_SERVE_MAX_CONNS);
-
-			if (n < 0)
-				return usage_error("--listen-max-conns must be 1 to %d (KR_SERVE_MAX_CONNS), not '%s'",
-						   KR_SERVE_MAX_CONNS, v);
-			o->serve.max_conns = (int)n;
-		} else if (strcmp(a, "--serve-secrets") == 0) {
-			o->serve.serve_secrets = 1;
-		} else if (strcmp(a, "--listen-health-only") == 0) {
-			o->serve.health_only = 1;
-		} else if ((v = value_of(argc, argv, &i, "--readyz-max-silence", NULL))) {
-			long n = kr_parse_num(v, 1, 86400);
-
-			if (n < 0)
-				return usage_error("--readyz-max-silence must be 1 to 86400 seconds, not '%s'", v);
-			o->serve.ready_silence_ms = (int)n * 1000;
-		} else if ((v = value_of(argc, argv, &i, "--listen-idle-timeout", NULL))) {
-			long n = kr_parse_num(v, 1, 3600);
-
-			if (n < 0)
-				return usage_error("--listen-idle-timeout must be 1 to 3600 seconds, not '%s'", v);
-			o->serve.idle_ms = (int)n * 1000;
-		} else if ((v = value_of(argc, argv, &i, "--listen-bookmark-interval", NULL))) {
-			long n = kr_parse_num(v, 1, 3600);
-
-			if (n < 0)
-				return usage_error("--listen-bookmark-interval must be 1 to 3600 seconds, not '%s'", v);
-			o->serve.bookmark_ms = (int)n * 1000;
-		} else if ((v = value_of(argc, argv, &i, "--sandbox", NULL))) {
-			if (strcmp(v, "auto") == 0)
-				o->sandbox = KR_SANDBOX_MODE_AUTO;
-			else if (strcmp(v, "on") == 0)
-				o->sandbox = KR_SANDBOX_MODE_ON;
-			else if (strcmp(v, "off") == 0)
-				o->sandbox = KR_SANDBOX_MODE_OFF;
-			else
-				return usage_error("--sandbox must be auto, on or off, not '%s'", v);
-		} else if ((v = value_of(argc, argv, &i, "--user", NULL))) {
-			o->user = v;
-		} else if ((v = value_of(argc, argv, &i, "--group", NULL))) {
-			o->group = v;
-		} else if (strcmp(a, "--keep-managed-fields") == 0) {
-			o->cfg.keep_managed_fields = 1;
-		} else if (strcmp(a, "--once") == 0) {
-			o->once = 1;
-		} else if ((v = value_of(argc, argv, &i, "--timeout", NULL))) {
-			long n = kr_parse_num(v, 1, 86400);
-
-			if (n < 0)
-				return usage_error("--timeout must be 1 to 86400 seconds, not '%s'", v);
-			o->timeout_s = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--verbosity", "-v"))) {
-			long n = kr_parse_num(v, 0, 3);
-
-			if (n < 0)
-				return usage_error("--verbosity must be 0 to 3, not '%s'", v);
-			o->verbosity = (int)n;
-			o->cfg.log_level = (int)n;
-		} else if ((v = value_of(argc, argv, &i, "--max-objects", NULL))) {
-			long n = kr_parse_num(v, 1, (long)KR_MAX_OBJECTS_CEILING);
-
-			if (n < 0)
-				return usage_error("--max-objects must be 1 to %u, not '%s'",
-						   (unsigned)KR_MAX_OBJECTS_CEILING, v);
-			o->cfg.max_objects = (size_t)n;
-		} else if ((v = value_of(argc, argv, &i, "--arena-bytes", NULL)) ||
-			   (v = value_of(argc, argv, &i, "--memory", NULL))) {
-			unsigned long long n = parse_bytes(v);
-
-			if (strncmp(a, "--arena-bytes", 13) == 0) {
-				if (n < KR_ARENA_MIN || n > KR_ARENA_BYTES_CEILING)
-					return usage_error("--arena-bytes must be %uK to %lluM (K, M, G suffixes), not '%s'",
-							   (unsigned)(KR_ARENA_MIN / 1024),
-							   (unsigned long long)(KR_ARENA_BYTES_CEILING >> 20), v);
-				o->cfg.arena_bytes = (size_t)n;
-			} else {
-				if (n < 2ull * KR_ARENA_MIN || n > KR_ARENA_BYTES_CEILING)
-					return usage_error("--memory must be %uK to %lluM (K, M, G suffixes), not '%s'",
-							   (unsigned)(2 * KR_ARENA_MIN / 1024),
-							   (unsigned long long)(KR_ARENA_BYTES_CEILING >> 20), v);
-				o->cfg.memory_bytes = (size_t)n;
-			}
+		k = find_flag(argc, argv, &i, &v);
+		if (k >= 0) {
+			r = set_flag(o, k, a, v);
+			if (r)
+				return r;
 		} else if (a[0] == '-') {
 			return usage_error("unknown flag '%s'", a);
 		} else {
@@ -858,7 +869,7 @@ static const char *env_get(void *arg, const char *name)
  */
 static int features_check(const struct options *o)
 {
-	const char *flag = !KR_WITH_LISTEN && o->serve.listen ? "--listen"
+	const char *flag = !KR_WITH_LISTEN && o->serve.address ? "--listen"
 		: !KR_WITH_STATE && o->cfg.state_dir && *o->cfg.state_dir ? "--state-dir"
 		: !KR_WITH_DIR && o->dir.path ? "--dir"
 		: !KR_WITH_HOOKS && o->notify.exec ? "--exec"
@@ -904,7 +915,7 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	/* k8s-sidecar's health server: /healthz is its readiness (503 until synced); a build
 	 * without the endpoint (WITHOUT=listen) has none, as with HEALTH_PORT=0. */
 	if (KR_WITH_LISTEN && sidecar.health_listen[0] && !o->once) {
-		o->serve.listen = sidecar.health_listen;
+		o->serve.address = sidecar.health_listen;
 		o->serve.health_only = 1;
 		o->serve.healthz_ready = 1;
 		o->serve.max_conns = 4;
@@ -1112,6 +1123,7 @@ int main(int argc, char **argv)
 	}
 	memset(&o, 0, sizeof(o));
 	kr_config_init(&o.cfg);
+	kr_endpoint_config_init(&o.serve);
 	o.verbosity = 1;
 	o.timeout_s = 60;
 	o.notify.debounce_ms = 1000;
@@ -1124,11 +1136,11 @@ int main(int argc, char **argv)
 			int j = (int)i;
 			const char *v;
 
-			if ((v = value_of(argc, argv, &j, "--max-objects", NULL)))
+			if ((v = value_of(argc, argv, &j, "--max-objects", 0)))
 				o.cfg.max_objects = (size_t)kr_parse_num(v, 0, (long)KR_MAX_OBJECTS_CEILING + 1);
-			else if ((v = value_of(argc, argv, &j, "--arena-bytes", NULL)))
+			else if ((v = value_of(argc, argv, &j, "--arena-bytes", 0)))
 				o.cfg.arena_bytes = (size_t)parse_bytes(v);
-			else if ((v = value_of(argc, argv, &j, "--memory", NULL)))
+			else if ((v = value_of(argc, argv, &j, "--memory", 0)))
 				o.cfg.memory_bytes = (size_t)parse_bytes(v);
 			i = (size_t)j;
 		}
@@ -1148,14 +1160,14 @@ int main(int argc, char **argv)
 	if (o.once && o.sup.argv)
 		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
 				   "sync%s", "");
-	kr_log_set_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
+	kr_set_log_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
 			 : o.verbosity == 2 ? KR_LOG_DEBUG : KR_LOG_TRACE);
 	o.cfg.stop_after_sync = o.once;
 	r = make_client(&o, nres);
 	if (r)
 		return r;
 	if (o.log_level >= 0)
-		kr_log_set_level(o.log_level);
+		kr_set_log_level(o.log_level);
 	for (i = 0; o.sidecar && i < (size_t)sidecar.nnotes; i++)
 		kr_log(KR_LOG_INFO, "%s", sidecar.notes[i]);
 	nres = kr_client_resources(client);
@@ -1229,10 +1241,9 @@ int main(int argc, char **argv)
 		/* No such resource, or a state directory that cannot be used: usage; else the server. */
 		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
-	if (KR_WITH_LISTEN && o.serve.listen) {
-		o.serve.notify = notify_on ? &notify : NULL;
-		o.serve.post = post_on ? &post : NULL;
-		r = kr_client_listen_opts(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
+	if (KR_WITH_LISTEN && o.serve.address) {
+		kr_client_hook_metrics(client, notify_on ? &notify : NULL, post_on ? &post : NULL);
+		r = kr_client_endpoint(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
 		if (r == KR_EIO && o.sidecar) {
 			/* As k8s-sidecar's health thread: a port taken (two sidecars in one pod) is
 			 * not fatal, the files are what the sidecar is for. */
@@ -1241,14 +1252,16 @@ int main(int argc, char **argv)
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return r == KR_EIO ? EXIT_FATAL : EXIT_USAGE;
 		} else {
-			const struct kr_serve *sv = (const struct kr_serve *)(const void *)serve_mem;
+			char where[128];
+			int token = 0;
 
+			kr_client_endpoint_where(client, where, sizeof(where), &token);
 			kr_log(KR_LOG_INFO, "serving %s on %s%s%s", o.serve.health_only ? "health checks"
-			       : "the mirror", sv->where, o.serve.cert_file ? " over TLS" : "",
-			       sv->need_token ? " (bearer token required)" : "");
+			       : "the mirror", where, o.serve.cert_file ? " over TLS" : "",
+			       token ? " (bearer token required)" : "");
 			if (o.serve.insecure && !o.serve.cert_file)
 				kr_log(KR_LOG_WARN, "--listen-insecure: %s is served without TLS: tokens and "
-				       "objects cross the network in clear", sv->where);
+				       "objects cross the network in clear", where);
 		}
 	} else if (o.serve.token_file || o.serve.max_conns || o.serve.serve_secrets ||
 		   o.serve.health_only || o.serve.cert_file || o.serve.key_file ||

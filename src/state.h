@@ -64,10 +64,6 @@
 #ifndef KR_STATE_BUFFER_BYTES
 #define KR_STATE_BUFFER_BYTES 16384u
 #endif
-/* Longest state directory path. */
-#ifndef KR_STATE_PATH_MAX
-#define KR_STATE_PATH_MAX 512u
-#endif
 /* Firmware builds may persist by default: -DKR_STATE_DIR_DEFAULT='"/data/kreflect"'. */
 #ifndef KR_STATE_DIR_DEFAULT
 #define KR_STATE_DIR_DEFAULT ""

@@ -51,6 +51,11 @@ psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context
 }
 #endif
 
+const char *kr_mbedtls_version(void)
+{
+	return MBEDTLS_VERSION_STRING;
+}
+
 int kr_tls_global_init(void)
 {
 	static int started;

@@ -22,6 +22,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char mem[2u << 20] __attribute__((aligned(16)));
+static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
 
 enum { NONE, INIT, STARTED, STOPPED };
 
@@ -101,6 +102,41 @@ static void each(void *arg, const struct kr_object *o)
 		fail("an object without a key", -100);
 }
 
+/*
+ * kr_client_endpoint with a loopback, a refused or no address, times in and
+ * out of range, an older (too short) or unmade struct; it opens only when
+ * everything is right; then kr_client_endpoint_where with a buffer that fits
+ * the address or one that does not.
+ */
+static void endpoint(uint8_t arg)
+{
+	struct kr_endpoint_config ec;
+	char err[128], where[16];
+	int r, token = -1;
+
+	kr_endpoint_config_init(&ec);
+	ec.address = arg & 1 ? "127.0.0.1:0" : arg & 2 ? "10.0.0.1:1" : NULL;
+	ec.max_conns = 1;
+	ec.health_only = (arg >> 2) & 1;
+	ec.healthz_ready = (arg >> 3) & 1;
+	ec.idle_s = arg & 16 ? 3601 : 0;
+	if (arg & 32)
+		ec.struct_size = arg & 64 ? 0 : sizeof(ec) - sizeof(int);
+	if (kr_endpoint_memory(&ec) > sizeof(endpoint_mem) || (kr_endpoint_memory(&ec) == 0) != !!(arg & 32))
+		fail("kr_endpoint_memory", (int)kr_endpoint_memory(&ec));
+	r = kr_client_endpoint(f.c, endpoint_mem, sizeof(endpoint_mem), &ec, err, sizeof(err));
+	if (r == 0 && (f.state != STARTED || f.in_cb || !(arg & 1) || (arg & 48)))
+		fail("kr_client_endpoint that must fail", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_EIO)))
+		fail("kr_client_endpoint's error", r);
+	r = kr_client_endpoint_where(f.c, where, arg & 128 ? sizeof(where) : 4, &token);
+	if (r == 0 ? !where[0] || (token != 0 && token != 1)
+		   : (r == KR_ENOSPC && where[0]) || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC))
+		fail("kr_client_endpoint_where", r);
+	if (!f.c && r != KR_EINVAL)
+		fail("kr_client_endpoint_where without a client", r);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -111,7 +147,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 17) {
+	switch (op % 18) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -267,8 +303,17 @@ static void step(uint8_t op, uint8_t arg)
 	case 16:                           /* the process-wide calls */
 		kr_set_log_handler(arg & 1 ? on_log : NULL, NULL);
 		if (!kr_failure_name((enum kr_failure)(arg >> 1)) || strcmp(kr_version(&t), KR_VERSION) != 0 ||
-		    t != KR_VERSION_NUM)
-			fail("kr_failure_name or kr_version", arg);
+		    t != KR_VERSION_NUM || strncmp(kr_mbedtls_version(), "3.6.", 4) != 0)
+			fail("kr_failure_name, kr_version or kr_mbedtls_version", arg);
+		/* The host's own lines, at any level (a stray one is clamped), through on_log (which
+		 * checks them); without the handler at level -1, so that stderr stays quiet. */
+		kr_set_log_level(arg & 1 ? (int)(arg >> 2) % 7 - 1 : -1);
+		kr_log((int)(arg >> 3) % 9 - 2, "host line %d", arg);
+		kr_log(KR_LOG_ERROR, NULL);
+		kr_set_log_level(-1);
+		return;
+	case 17:                           /* the endpoint (1.1): any state, any struct, then where */
+		endpoint(arg);
 		return;
 	}
 }

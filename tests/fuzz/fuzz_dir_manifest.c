@@ -262,7 +262,7 @@ static void setup_once(void)
 		exit(2);
 	}
 	put_file(victim, VICTIM, strlen(VICTIM));
-	kr_log_set_level(-1);
+	kr_set_log_level(-1);
 }
 
 static void fresh_tree(void)

@@ -497,7 +497,7 @@ static void ns_run(const struct ns_config *c)
 	if (c->quota)
 		res[0].arena_share = 50;
 
-	kr_log_set_level(KR_LOG_TRACE);
+	kr_set_log_level(KR_LOG_TRACE);
 	kr_store_init(&ns_store, ns_arena, c->arena, ns_entries, NS_ENTRIES, ns_buckets,
 		      NS_BUCKETS, c->arena / 16);
 	ns.store = &ns_store;

@@ -1483,7 +1483,7 @@ int main(int argc, char **argv)
 			usage();
 	}
 	kr_sim_set_trace(t.verbose);
-	kr_log_set_level(t.verbose ? KR_LOG_TRACE : -1);
+	kr_set_log_level(t.verbose ? KR_LOG_TRACE : -1);
 	/*
 	 * mbedTLS seeds its generator once per process, from kr_port_entropy:
 	 * the world's PRNG. Done here, before any seed, so that no seed's world

@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--take") == 0 && i + 1 < argc) {
 			run.take = (size_t)strtoul(argv[++i], NULL, 10);
 		} else if (strcmp(argv[i], "-v") == 0) {
-			kr_log_set_level(KR_LOG_DEBUG);
+			kr_set_log_level(KR_LOG_DEBUG);
 		} else {
 			fprintf(stderr, "http_get: unknown flag %s\n", argv[i]);
 			return 2;

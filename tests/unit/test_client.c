@@ -363,3 +363,86 @@ KR_TEST(client, the_endpoint_opens_once_after_start)
 	check(kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t) == 0);
 	return 0;
 }
+
+/* kr_client_endpoint (1.1): the sized configuration, every misuse in words, where it listens. */
+KR_TEST(client, the_endpoint_with_every_option)
+{
+	struct kr_client *c = new_client();
+	struct kr_endpoint_config ec, big[2];
+	struct kr_listen_config lc = { "127.0.0.1:0", NULL, 4, 0, 0, 0, 0, 0 };
+	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
+	char err[200], where[64];
+	size_t need;
+	int t, token = -1, before;
+
+	check(c != NULL);
+	kr_endpoint_config_init(&ec);
+	check(ec.struct_size == sizeof(ec) && !ec.address && !ec.max_conns && !ec.healthz_ready);
+	kr_endpoint_config_init_size(NULL, sizeof(ec));          /* ignored */
+	ec.address = "127.0.0.1:0";
+	ec.max_conns = 4;
+	need = kr_endpoint_memory(&ec);
+	check(need > 0 && need <= sizeof(listen_mem));
+	check(kr_endpoint_memory(NULL) == 0);
+	ec.max_conns = 100000;
+	check(kr_endpoint_memory(&ec) == 0);
+	ec.max_conns = 4;
+	/* Not started, no client, no configuration, one not made by its init. */
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_ESTATE && err[0]);
+	check(kr_client_endpoint(NULL, listen_mem, need, &ec, err, sizeof(err)) == KR_EINVAL && err[0]);
+	check(kr_client_endpoint(c, listen_mem, need, NULL, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_endpoint_config_init"));
+	ec.struct_size = 0;
+	check(kr_endpoint_memory(&ec) == 0);
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_endpoint_config_init"));
+	/* A newer caller's longer struct: taken while its extra bytes are zero. */
+	memset(big, 0, sizeof(big));
+	kr_endpoint_config_init_size(&big[0], sizeof(big));
+	big[0].address = "127.0.0.1:0";
+	kr_endpoint_config_init(&ec);
+	check(kr_endpoint_memory(&big[0]) == kr_endpoint_memory(&ec));
+	((unsigned char *)big)[sizeof(ec) + 3] = 1;
+	check(kr_endpoint_memory(&big[0]) == 0);
+	check(kr_client_endpoint(c, listen_mem, need, &big[0], err, sizeof(err)) == KR_ENOTSUP &&
+	      strstr(err, "does not have"));
+	kr_endpoint_config_init(&ec);
+	ec.address = "127.0.0.1:0";
+	ec.max_conns = 4;
+	check(kr_client_endpoint_where(c, where, sizeof(where), &token) == KR_ESTATE && where[0] == '\0');
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	/* Times out of range, each bound. */
+	ec.ready_silence_s = 86401;
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_EINVAL && strstr(err, "range"));
+	ec.ready_silence_s = 0;
+	ec.idle_s = 3601;
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_EINVAL);
+	ec.idle_s = 0;
+	ec.bookmark_s = -1;
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_EINVAL);
+	ec.bookmark_s = 3600;
+	check(kr_client_endpoint(c, listen_mem, need - 1, &ec, err, sizeof(err)) == KR_ENOSPC);
+	check(kr_client_endpoint(c, listen_mem + 8, need, &ec, err, sizeof(err)) == KR_EINVAL);
+	/* Not loopback: a token or a client CA, and TLS or insecure. */
+	ec.address = "10.0.0.1:8080";
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_EINVAL && err[0]);
+	ec.address = "127.0.0.1:0";
+	ec.healthz_ready = 1;
+	before = kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t);
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == 0 && err[0] == '\0');
+	check(kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t) == before + 1);
+	check(kr_client_endpoint(c, listen_mem, need, &ec, err, sizeof(err)) == KR_ESTATE);
+	check(kr_client_listen(c, listen_mem, need, &lc, err, sizeof(err)) == KR_ESTATE);
+	/* Where: the address, no token; each misuse; a buffer too small holds "". */
+	check(kr_client_endpoint_where(c, where, sizeof(where), &token) == 0);
+	check(strncmp(where, "127.0.0.1:", 10) == 0 && token == 0);
+	check(kr_client_endpoint_where(c, where, sizeof(where), NULL) == 0);
+	check(kr_client_endpoint_where(NULL, where, sizeof(where), &token) == KR_EINVAL);
+	check(kr_client_endpoint_where(c, NULL, sizeof(where), &token) == KR_EINVAL);
+	check(kr_client_endpoint_where(c, where, 0, &token) == KR_EINVAL);
+	check(kr_client_endpoint_where(c, where, strlen("127.0.0.1:"), &token) == KR_ENOSPC && where[0] == '\0');
+	check(kr_client_stop(c) == 0);
+	check(kr_client_endpoint_where(c, where, sizeof(where), &token) == KR_ESTATE);
+	return 0;
+}

@@ -13,6 +13,7 @@
 #include "fmt.h"
 #include "kreflect.h"
 #include "log.h"
+#include "mbedtls/build_info.h"
 #include "port.h"
 #include "reflector.h"
 #include "test.h"
@@ -45,6 +46,58 @@ KR_TEST(client_v1, version_at_run_time_matches_the_header)
 	check(strcmp(kr_version(NULL), KR_VERSION) == 0);
 	check(strcmp(kr_version(&n), "1.0.0") == 0 && n == KR_VERSION_NUM && n == 0x010000);
 	check(KR_READY_NOT_SYNCED == 0 && KR_READY_DEGRADED == 1 && KR_READY_OK == 2);
+	return 0;
+}
+
+static char host_line[1100];
+static int host_level = -9, host_lines;
+
+static void host_log(void *arg, int level, const char *text)
+{
+	(void)arg;
+	host_level = level;
+	host_lines++;
+	kr_snprintf(host_line, sizeof(host_line), "%s", text);
+}
+
+/* 1.1: the host's own lines through the library's handler and level. */
+KR_TEST(client_v1, host_lines_through_the_handler_and_level)
+{
+	char big[1500];
+
+	check(kr_set_log_handler(host_log, NULL) == 0);
+	kr_set_log_level(KR_LOG_INFO);
+	kr_log(KR_LOG_WARN, "disk %d%% full", 93);
+	check(host_lines == 1 && host_level == KR_LOG_WARN && strcmp(host_line, "disk 93% full") == 0);
+	kr_log(KR_LOG_DEBUG, "not at info");
+	check(host_lines == 1);
+	kr_log(KR_LOG_INFO, NULL);                     /* misuse: nothing, no crash */
+	check(host_lines == 1);
+	kr_log(-7, "below the range: an error");
+	check(host_lines == 2 && host_level == KR_LOG_ERROR);
+	kr_set_log_level(-1);                          /* none */
+	kr_log(KR_LOG_ERROR, "dropped");
+	check(host_lines == 2);
+	kr_set_log_level(KR_LOG_TRACE);
+	kr_log(99, "above the range: trace");
+	check(host_lines == 3 && host_level == KR_LOG_TRACE);
+	/* The line's bound: a longer text reaches the handler cut to 1023 bytes. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	kr_log(KR_LOG_INFO, "%s", big);
+	check(host_lines == 4 && strlen(host_line) == 1023 && host_line[1022] == 'x');
+	kr_set_log_handler(NULL, NULL);
+	kr_set_log_level(KR_LOG_INFO);
+	return 0;
+}
+
+/* 1.1: the mbedTLS the library was built with, as --version prints it; no client needed. */
+KR_TEST(client_v1, mbedtls_version_is_the_one_built_with)
+{
+	const char *v = kr_mbedtls_version();
+
+	check(v != NULL && strcmp(v, MBEDTLS_VERSION_STRING) == 0 && strncmp(v, "3.6.", 4) == 0);
+	check(kr_mbedtls_version() == v);
 	return 0;
 }
 
@@ -360,7 +413,7 @@ KR_TEST(client_v1, log_handler_gets_the_text_and_level)
 	char big[KR_LOG_LINE_MAX * 2];
 
 	memset(&logged, 0, sizeof(logged));
-	kr_log_set_level(KR_LOG_INFO);
+	kr_set_log_level(KR_LOG_INFO);
 	check(kr_set_log_handler(on_log, NULL) == 0);
 	kr_log(KR_LOG_WARN, "unable to open %d", 7);
 	check(logged.calls == 1 && logged.level == KR_LOG_WARN);

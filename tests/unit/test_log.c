@@ -42,11 +42,11 @@ KR_TEST(log, out_of_range_levels_are_clamped)
 
 KR_TEST(log, level_filter)
 {
-	kr_log_set_level(KR_LOG_WARN);
+	kr_set_log_level(KR_LOG_WARN);
 	check(kr_log_enabled(KR_LOG_ERROR));
 	check(kr_log_enabled(KR_LOG_WARN));
 	check(!kr_log_enabled(KR_LOG_INFO));
-	kr_log_set_level(KR_LOG_INFO);
+	kr_set_log_level(KR_LOG_INFO);
 	check(kr_log_enabled(KR_LOG_INFO));
 	return 0;
 }

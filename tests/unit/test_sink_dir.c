@@ -280,10 +280,10 @@ static int with_dir(int (*body)(void))
 		return __LINE__;
 	dup2(fd, 2);
 	close(fd);
-	kr_log_set_level(KR_LOG_TRACE);
+	kr_set_log_level(KR_LOG_TRACE);
 	r = body();
 	kr_dirsink_close(&D);
-	kr_log_set_level(KR_LOG_INFO);
+	kr_set_log_level(KR_LOG_INFO);
 	fflush(stderr);
 	dup2(saved_stderr, 2);
 	close(saved_stderr);

@@ -1,0 +1,134 @@
+#!/bin/sh
+# main.c is a user of the library: it may include kreflect.h and the headers
+# below, nothing else of src/ (issue 30). Until the last of the library's
+# insides it still needs has a public call, those are listed in LEFT, each with
+# what it is still needed for; the list may only shrink:
+#
+#  1. every #include "..." of src/main.c is in ALLOWED or LEFT;
+#  2. every header in LEFT is still included (one that is no longer needed must
+#     leave the list, so that it cannot come back unnoticed);
+#  3. main.c compiles with an include path holding only copies of the ALLOWED
+#     headers and of the LEFT ones with what they include (no -Isrc): once LEFT
+#     is empty, that is "main.c needs nothing but the allowed headers".
+#
+#   sh tests/cli/includes.sh        (after make: the generated usage_gz.h)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# Allowed, and why:
+#  kreflect.h         the library's API
+#  port.h             the process: memory reserved at start-up, children reaped and
+#                     signalled, signal names, files read, writes, the clock; the
+#                     platform layer a firmware's own main would use too (port/)
+#  fmt.h              formatting and number parsing in place of the C library's
+#                     printf family and strtol, which `make lint` bans in src/ (text
+#                     helpers with no client state)
+#  kreflect_config.h  the build's configuration (config/): the KR_WITH_* features and
+#                     capacities --version prints and the flags are checked against
+#  help.h usage_gz.h  the CLI's own --help, stored compressed (src/help.c, generated)
+ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
+
+# Still needed, and for what (each goes when a public call replaces its use):
+#  client.h     kr_client_loop (signals, the --once timer, the --dir flush before
+#               poll), kr_client_resource (k8s-sidecar's --dir scopes),
+#               kr_client_capacities_for (--print-budget), kr_client_hook_metrics
+#               (the hooks' counters on /metrics)
+#  loop.h       signals and the --once timer on the client's loop
+#  sink_dir.h notify.h http_post.h supervise.h
+#               the --dir sink, --exec/--signal, --http-post and -- PROGRAM
+#  sink.h       the JSON-lines output
+#  sidecar_env.h  k8s-sidecar's environment variables
+#  budget.h     --print-budget's items
+#  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
+LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
+serve.h"
+
+included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
+if [ -z "$included" ]; then
+	bad "no #include \"...\" found in src/main.c"
+fi
+
+outside=""
+for h in $included; do
+	case " $(echo $ALLOWED $LEFT) " in
+	*" $h "*) ;;
+	*) outside="$outside $h" ;;
+	esac
+done
+if [ -z "$outside" ]; then
+	ok "main.c includes only allowed headers and the $(echo $LEFT | wc -w) still listed"
+else
+	bad "main.c includes headers neither allowed nor listed as left:$outside (use kreflect.h)"
+fi
+
+gone=""
+for h in $LEFT; do
+	echo "$included" | grep -qx "$h" || gone="$gone $h"
+done
+if [ -z "$gone" ]; then
+	ok "every header listed as left is still included"
+else
+	bad "no longer included, take it off LEFT in tests/cli/includes.sh:$gone"
+fi
+
+# The compile: the allowed headers and the left ones' closure, copied flat (the
+# project's include directories are flat too); mbedTLS's own tree as a system one.
+cc=x86_64-linux-musl-gcc
+gen=build/x86_64/gen
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+flags="-isystem build/deps/mbedtls/include -DMBEDTLS_CONFIG_FILE=\"$PWD/config/mbedtls_config.h\"
+-I$PWD/port/crypto -D_POSIX_C_SOURCE=200809L -DKR_TARGET=\"x86_64\" -DKR_PORT_posix=1"
+copy=""
+for h in $ALLOWED; do
+	for d in src port config "$gen"; do
+		[ -f "$d/$h" ] && copy="$copy $d/$h"
+	done
+done
+if [ -n "$(echo $LEFT)" ]; then
+	for h in $LEFT; do echo "#include \"$h\""; done >"$tmp/left.c"
+	# shellcheck disable=SC2086
+	deps=$($cc -Iconfig -Iport -Isrc -Ibuild/include $flags -MM "$tmp/left.c" 2>"$tmp/mm.err" |
+		tr ' \\' '\n\n' | grep -E '^(src|port|config|build/include)/.*\.h$')
+	[ -s "$tmp/mm.err" ] && bad "the left headers' closure: $(head -3 "$tmp/mm.err")"
+	copy="$copy $deps"
+fi
+mkdir "$tmp/inc"
+for f in $copy; do cp "$f" "$tmp/inc/"; done
+if [ ! -f "$gen/usage_gz.h" ]; then
+	bad "$gen/usage_gz.h is not built (make build/kreflect first)"
+else
+	# shellcheck disable=SC2086
+	if $cc -std=c11 -Wall -Werror -I"$tmp/inc" $flags -fsyntax-only src/main.c 2>"$tmp/cc.err"; then
+		ok "main.c compiles with only $(ls "$tmp/inc" | wc -l) headers on its include path ($(echo $ALLOWED | wc -w) allowed, the rest what LEFT holds)"
+	else
+		bad "main.c does not compile with only the allowed and left headers: $(grep -m3 error "$tmp/cc.err")"
+	fi
+fi
+
+# The check must be able to fail: main.c with one more header of src/, one not
+# copied, compiles with -Isrc and not with the restricted path.
+probe=""
+for f in src/*.h; do
+	[ -f "$tmp/inc/${f#src/}" ] || { probe=${f#src/}; break; }
+done
+if [ -z "$probe" ]; then
+	bad "every header of src/ is on the restricted include path: it restricts nothing"
+else
+	sed "s/^#include \"kreflect.h\"\$/#include \"kreflect.h\"\n#include \"$probe\"/" src/main.c >"$tmp/main_probe.c"
+	# shellcheck disable=SC2086
+	if ! $cc -std=c11 -Iconfig -Iport -Isrc -Ibuild/include -I"$gen" $flags -fsyntax-only "$tmp/main_probe.c" 2>/dev/null; then
+		bad "main.c with $probe does not compile even with -Isrc: the probe proves nothing"
+	elif $cc -std=c11 -I"$tmp/inc" $flags -fsyntax-only "$tmp/main_probe.c" 2>/dev/null; then
+		bad "main.c including $probe compiled on the restricted include path"
+	else
+		ok "main.c including $probe (not allowed) fails on the restricted include path"
+	fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
