@@ -203,12 +203,15 @@
 /* --- the local listener (--listen): health, metrics, a read-only API ------------ */
 
 /*
- * Local connections served at once (--listen-max-conns lowers it). Each costs
- * KR_SERVE_IN_BYTES + KR_SERVE_OUT_BYTES of buffers plus its state, reserved
- * statically (counted by --print-budget; RAM only once used).
+ * Local connections served at once (--listen-max-conns lowers it): a site's
+ * few hundred watchers on one relay. Each costs KR_SERVE_OUT_BYTES of buffer
+ * plus its state (about 42 KB in all), reserved statically and counted by
+ * --print-budget, but a slot is first touched when a connection takes it, so
+ * slots never used cost no RAM: the endpoint idles at the same resident size
+ * with 8 or 512 of them.
  */
 #ifndef KR_SERVE_MAX_CONNS
-#define KR_SERVE_MAX_CONNS 64
+#define KR_SERVE_MAX_CONNS 512
 #endif
 
 /* A request's head (request line and headers) must fit here; else 431. */
@@ -281,6 +284,15 @@
 #define KR_WITH_LISTEN 1       /* --listen, kr_client_listen: the local endpoint */
 #endif
 /* KR_WITH_LISTEN_TLS (TLS on --listen, the mbedTLS server side) is set with the TLS heap above. */
+/* Descriptors one poll() takes (port/port.h): the reflector's own (32), the
+ * listener and KR_SERVE_MAX_CONNS connections (src/loop.h checks the sum). */
+#ifndef KR_PORT_POLL_MAX
+#if KR_WITH_LISTEN
+#define KR_PORT_POLL_MAX (64 + KR_SERVE_MAX_CONNS)
+#else
+#define KR_PORT_POLL_MAX 64
+#endif
+#endif
 #ifndef KR_WITH_SIDECAR
 #define KR_WITH_SIDECAR 1      /* --k8s-sidecar: configuration from k8s-sidecar's environment */
 #endif

@@ -774,7 +774,7 @@ void kr_serve_metrics(struct kr_serve *s, struct kr_out *o)
 			     s->opts.post->attempts_failed);
 	}
 
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		if (s->conns[i].state != KR_SC_FREE)
 			open++;
 		if (s->conns[i].state == KR_SC_WATCHING)
@@ -1555,7 +1555,7 @@ static void wake_watchers(struct kr_serve *s)
 {
 	int i;
 
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		struct kr_serve_conn *c = &s->conns[i];
 
 		if (c->state != KR_SC_WATCHING)
@@ -2287,10 +2287,14 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 			}
 		}
 #endif
-		for (i = 0; i < s->nconns; i++)
+		/* The lowest free slot, or the first never taken: slots are touched
+		 * only when a connection takes one, so idle ones cost no memory. */
+		for (i = 0; i < s->used_hi; i++)
 			if (s->conns[i].state == KR_SC_FREE)
 				break;
-		if (i == s->nconns) {
+		if (i == s->used_hi && s->used_hi < s->nconns)
+			s->used_hi++;
+		if (i == s->used_hi) {
 #if KR_WITH_LISTEN_TLS
 			if (s->tls_on) {       /* plain bytes would mean nothing to a TLS client */
 				tls_refuse(s, fd, "all --listen-max-conns connections are in use");
@@ -2358,7 +2362,7 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 	int i;
 
 	(void)loop;
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		struct kr_serve_conn *c = &s->conns[i];
 
 		if ((c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
@@ -2398,7 +2402,7 @@ static void rearm(struct kr_serve *s)
 	kr_ms_t next = 0;
 	int i;
 
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		kr_ms_t d = conn_deadline(&s->conns[i]);
 
 		if (d && (!next || d < next))
@@ -2493,11 +2497,6 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		s->opts.bookmark_ms = 60000;
 	if (s->opts.idle_ms <= 0)
 		s->opts.idle_ms = 30000;
-	for (i = 0; i < s->nconns; i++) {          /* the caller gave nconns of them */
-		conns[i].state = KR_SC_FREE;
-		conns[i].src.fd = -1;
-		conns[i].srv = s;
-	}
 	kind = kr_serve_parse_listen(opts->listen, &addr, &loopback, path, sizeof(path));
 	if (kind < 0) {
 		kr_snprintf(err, errlen, "unable to listen on %s: not 127.0.0.1:PORT, [::1]:PORT, "
@@ -2606,7 +2605,7 @@ void kr_serve_close(struct kr_serve *s)
 {
 	int i;
 
-	for (i = 0; i < s->nconns; i++)
+	for (i = 0; i < s->used_hi; i++)
 		conn_close(&s->conns[i]);
 	if (s->listener.fd >= 0) {
 		kr_loop_remove(s->loop, &s->listener);

@@ -147,6 +147,8 @@ struct kr_serve {
 #endif
 	struct kr_serve_conn *conns;
 	int nconns;                    /* slots in use allowed: opts.max_conns */
+	int used_hi;                   /* conns[0..used_hi) were ever taken; the rest are
+					  neither read nor written, so cost no memory */
 	kr_ms_t started;
 	kr_ms_t last_pass;             /* the loop ran its hooks (for /healthz) */
 	struct kr_serve_res res[KR_MAX_RESOURCES];
