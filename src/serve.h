@@ -61,6 +61,8 @@ enum kr_serve_conn_state {
 	KR_SC_WRITING,                 /* a response; then back to READING or closed */
 	KR_SC_LISTING,                 /* a list response, item by item */
 	KR_SC_WATCHING,                /* a watch stream */
+	KR_SC_WAITING,                 /* a list or watch for a resourceVersion the mirror has
+					  not reached yet, for at most 3 s */
 };
 
 /* One local connection; all of it is fixed-size. */
@@ -95,6 +97,8 @@ struct kr_serve_conn {
 	kr_ms_t watch_end;             /* watch: timeoutSeconds, 0 = none */
 	kr_ms_t bookmark_at;           /* watch: next bookmark */
 	int initial;                   /* watch: synthetic ADDED of the current objects first */
+	char wait_rv[KR_RV_MAX];       /* waiting: the resourceVersion asked for */
+	int wait_list;                 /* waiting: a list (else a watch) */
 	/* watch with a label selector: which objects (store index slots) the
 	 * watcher was last told match, so a change in or out of the selector is
 	 * ADDED or DELETED, as the kube-apiserver's watch cache sends it */

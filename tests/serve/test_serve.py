@@ -825,7 +825,7 @@ def t_unix_token(s):
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
 
 
-@scenario("ServeListResourceVersions", 6)
+@scenario("ServeListResourceVersions", 12)
 def t_list_rvs(s):
     """resourceVersion and resourceVersionMatch on lists, as the kube-apiserver answers them."""
     s.server()
@@ -859,6 +859,97 @@ def t_list_rvs(s):
     expect("?resourceVersion=0&resourceVersionMatch=Exact", 422, "Invalid", "forbidden for resourceVersion \"0\"")
     expect("?resourceVersionMatch=NotOlderThan", 422, "Invalid", "forbidden unless resourceVersion is provided")
     expect("?resourceVersion=1&resourceVersionMatch=Newest", 422, "Invalid", "Unsupported value: \"Newest\"")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def too_large(stt, rv, cur):
+    """The kube-apiserver's 504 for a resourceVersion its cache did not reach in 3 s."""
+    check(stt["code"] == 504 and stt["reason"] == "Timeout" and
+          stt["message"] == "Timeout: Too large resource version: %s, current: %s" % (rv, cur), "504: %s" % stt)
+    d = stt.get("details") or {}
+    check(d.get("retryAfterSeconds") == 1 and
+          d.get("causes") == [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+          "504 details: %s" % stt)
+
+
+@scenario("ServeFutureResourceVersion", 16)
+def t_future_rv(s):
+    """A list (NotOlderThan) or a watch from a resourceVersion newer than the mirror's waits
+    up to 3 s for the mirror to reach it, then is the kube-apiserver's 504, with no busy loop."""
+    s.server()
+    s.create("cm-a")
+    s.create("cm-b")
+    lo = Local(s)
+    cur = s.rv()
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == cur, 5, "the mirror at the server's version")
+
+    # Reached while waiting: the list answers at once, at the new version.
+    nxt = str(int(cur) + 1)
+    c = http.client.HTTPConnection("127.0.0.1", lo.port, timeout=10)
+    t0 = time.monotonic()
+    c.request("GET", NS + "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % nxt)
+    time.sleep(0.5)
+    s.update("cm-a", {"k": "1"})
+    r = c.getresponse()
+    body = r.read()
+    took = time.monotonic() - t0
+    c.close()
+    check(r.status == 200, "list of the next version: %d %s" % (r.status, body[:200]))
+    lst = json.loads(body)
+    check(lst["metadata"]["resourceVersion"] == nxt and names_rvs(lst["items"])["cm-a"] == nxt,
+          "list at %s: %s" % (nxt, lst["metadata"]))
+    check(0.4 < took < 2.5, "the list waited for the change, not for the deadline: %.2f s" % took)
+
+    # Not reached: 504 after 3 s, and the relay slept meanwhile.
+    newer = str(int(nxt) + 1000)
+    cpu0 = cpu_seconds(lo.kr.proc.pid)
+    t0 = time.monotonic()
+    st, _, body = lo.req(NS + "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % newer)
+    took = time.monotonic() - t0
+    check(st == 504, "list of a version never reached: %d %s" % (st, body[:200]))
+    too_large(status_of(body), newer, nxt)
+    check(2.8 < took < 5, "the 504 after 3 s: %.2f s" % took)
+    check(cpu_seconds(lo.kr.proc.pid) - cpu0 < 0.3, "the wait costs no CPU (no busy loop)")
+    # Exact of a newer version cannot wait for anything: 504 at once.
+    t0 = time.monotonic()
+    st, _, body = lo.req(NS + "?resourceVersion=%s&resourceVersionMatch=Exact" % newer)
+    check(st == 504 and time.monotonic() - t0 < 1, "Exact of a newer version: %d" % st)
+    too_large(status_of(body), newer, nxt)
+
+    # A watch from the next version, reached while it waits: the events after it, not it.
+    base = s.rv()
+    want = str(int(base) + 1)
+    c = http.client.HTTPConnection("127.0.0.1", lo.port, timeout=10)
+    c.request("GET", NS + "?watch=1&resourceVersion=%s" % want)
+    time.sleep(0.5)
+    s.update("cm-a", {"k": "2"})     # at `want`: not sent
+    s.update("cm-b", {"k": "2"})     # after it: sent
+    r = c.getresponse()
+    check(r.status == 200, "watch from the next version: %d" % r.status)
+    ev = next_event(r)
+    check(ev["type"] == "MODIFIED" and ev["object"]["metadata"]["name"] == "cm-b" and
+          ev["object"]["metadata"]["resourceVersion"] == str(int(want) + 1), "watch from %s saw %s" % (want, ev))
+    c.close()
+
+    # A watch from a version never reached: a 200 stream whose one event is the 504, after 3 s.
+    cur = s.rv()
+    newer = str(int(cur) + 1000)
+    t0 = time.monotonic()
+    c, r = lo.watch("resourceVersion=%s&allowWatchBookmarks=true" % newer)
+    ev = next_event(r)
+    took = time.monotonic() - t0
+    check(ev["type"] == "ERROR", "watch of a version never reached: %s" % ev)
+    too_large(ev["object"], newer, cur)
+    check(2.8 < took < 5, "the watch's 504 after 3 s: %.2f s" % took)
+    check(r.readline() == b"", "the stream ends after the 504")
+    c.close()
+    # The slot was given back: the endpoint still answers.
+    lo.json(NS)
 
 
 # ---------------------------------------------------------------------------- TLS on --listen
