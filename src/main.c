@@ -199,6 +199,8 @@ static const char usage[] =
 	"  --listen-insecure              allow a non-loopback address without TLS (logged)\n"
 	"  --listen-max-conns N           local connections at once (default and most: "
 	KR_STR(KR_SERVE_MAX_CONNS) ")\n"
+	"  --listen-tls-sessions N        TLS sessions at once, ~40 KB of RAM each while open\n"
+	"                                 (default and most: " KR_STR(KR_SERVE_TLS_CONNS) ")\n"
 	"  --serve-secrets                serve mirrored Secrets too (403 otherwise)\n"
 	"  --listen-health-only           serve /healthz, /livez and /readyz only (404 for the\n"
 	"                                 rest), on any IP:PORT without a token: kubelet probes\n"
@@ -682,6 +684,13 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 				return usage_error("--listen-max-conns must be 1 to %d (KR_SERVE_MAX_CONNS), not '%s'",
 						   KR_SERVE_MAX_CONNS, v);
 			o->serve.max_conns = (int)n;
+		} else if (KR_WITH_LISTEN && (v = value_of(argc, argv, &i, "--listen-tls-sessions", NULL))) {
+			long n = kr_parse_num(v, 1, KR_SERVE_TLS_CONNS);
+
+			if (n < 0)
+				return usage_error("--listen-tls-sessions must be 1 to %d (KR_SERVE_TLS_CONNS), not '%s'",
+						   KR_SERVE_TLS_CONNS, v);
+			o->serve.tls_sessions = (int)n;
 		} else if (strcmp(a, "--serve-secrets") == 0) {
 			o->serve.serve_secrets = 1;
 		} else if (strcmp(a, "--listen-health-only") == 0) {

@@ -2316,14 +2316,14 @@ static int handshake(struct kr_serve_conn *c)
 	c->state = KR_SC_READING;
 	c->src.want = KR_POLL_IN;
 	if (c->tls_over) {
-		/* The session past KR_SERVE_TLS_CONNS: a Status the client can read, then the close. */
-		kr_log(KR_LOG_WARN, "listen: TLS connection refused: all KR_SERVE_TLS_CONNS sessions "
-		       "are in use (answered 503)");
+		/* The session past --listen-tls-sessions: a Status the client can read, then the close. */
+		kr_log(KR_LOG_WARN, "listen: TLS connection refused: all %d --listen-tls-sessions "
+		       "sessions are in use (answered 503)", s->tls_max);
 		c->keep_alive = 0;
 		c->head_only = 0;
 		s->tls_refused++;
 		s->refused++;
-		respond_status(c, 503, "too many TLS sessions at once (KR_SERVE_TLS_CONNS)");
+		respond_status(c, 503, "too many TLS sessions at once (--listen-tls-sessions %d)", s->tls_max);
 		pump(c);
 		return 0;
 	}
@@ -2418,8 +2418,8 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 		if (s->tls_on) {
 			tls_recheck(s);
 			/* One session more is kept to say 503 in a Status; past it, a close. */
-			if (s->tls_sessions > KR_SERVE_TLS_CONNS) {
-				tls_refuse(s, fd, "all KR_SERVE_TLS_CONNS sessions are in use");
+			if (s->tls_sessions > s->tls_max) {
+				tls_refuse(s, fd, "all --listen-tls-sessions sessions are in use");
 				continue;
 			}
 		}
@@ -2462,7 +2462,7 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 				}
 				c->tls_slot = s->tls_cur;
 				s->tls_users[c->tls_slot]++;
-				c->tls_over = s->tls_sessions++ == KR_SERVE_TLS_CONNS;
+				c->tls_over = s->tls_sessions++ == s->tls_max;
 				c->state = KR_SC_HANDSHAKE;
 			}
 #endif
@@ -2704,6 +2704,8 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		}
 		s->tls_on = 1;
 		s->tls_checked = kr_port_now_ms();
+		s->tls_max = opts->tls_sessions > 0 && opts->tls_sessions < KR_SERVE_TLS_CONNS
+				     ? opts->tls_sessions : KR_SERVE_TLS_CONNS;
 #else
 		kr_snprintf(err, errlen, "--listen-cert-file: TLS on --listen is not built in");
 		return KR_ENOTSUP;

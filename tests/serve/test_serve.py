@@ -1111,13 +1111,21 @@ def t_tls_client_go(s):
 
 @scenario("ServeTLSSessionsBound", 12)
 def t_tls_bound(s):
-    """More TLS sessions than KR_SERVE_TLS_CONNS: refused with a log line; the others go on."""
+    """More TLS sessions than --listen-tls-sessions: the next is answered 503 and the one after
+    closed, each with a log line; the others go on. The flag takes 1 to the build's most, which
+    --print-budget names."""
+    most = CAPACITY_TLS()
+    for bad in ("0", str(most + 1), "x"):
+        r = subprocess.run([e2e.BIN, "--server", "http://127.0.0.1:1", "--listen", "127.0.0.1:0",
+                            "--listen-tls-sessions", bad, "configmaps"], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2 and "--listen-tls-sessions must be 1 to %d (KR_SERVE_TLS_CONNS), not '%s'"
+              % (most, bad) in r.stderr, "--listen-tls-sessions %s: %d %s" % (bad, r.returncode, r.stderr))
     s.server()
     s.create("cm-1")
     wd = s.srv.workdir
     ca = os.path.join(wd, "ca.crt")
-    kr, port = tls_relay(s)
-    n = CAPACITY_TLS(kr)
+    n = 5
+    kr, port = tls_relay(s, "--listen-tls-sessions", str(n))
     tok = token_of(s)
     socks = []
     try:
@@ -1126,10 +1134,10 @@ def t_tls_bound(s):
                                                  server_hostname="127.0.0.1"))
         # The next one is answered with the apiserver's 503 Status over TLS, as a client can read it...
         st, body, _ = tls_get(port, tls_ctx(ca), "/healthz", tok)
-        check(st == 503 and status_of(body)["reason"] == "ServiceUnavailable" and "KR_SERVE_TLS_CONNS"
-              in status_of(body)["message"], "session %d: %d %s" % (n + 1, st, body[:200]))
-        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use (answered 503)"
-                   in kr.stderr(), 5, "the refusal's log line")
+        check(st == 503 and status_of(body)["reason"] == "ServiceUnavailable" and
+              "--listen-tls-sessions %d" % n in status_of(body)["message"], "session %d: %d %s" % (n + 1, st, body[:200]))
+        wait_until(lambda: "TLS connection refused: all %d --listen-tls-sessions sessions are in use (answered 503)"
+                   % n in kr.stderr(), 5, "the refusal's log line")
         # ...and while that one is taken (a client that never finishes its handshake), one more is
         # closed (no memory for a Status), with a line.
         held = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -1140,8 +1148,8 @@ def t_tls_bound(s):
         except (ssl.SSLError, ConnectionError, http.client.HTTPException):
             pass
         held.close()
-        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use\n" in kr.stderr(), 5,
-                   "the close's log line")
+        wait_until(lambda: "TLS connection refused: all --listen-tls-sessions sessions are in use\n" in kr.stderr(),
+                   5, "the close's log line")
         # The open sessions still work.
         socks[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
         check(socks[0].recv(100).startswith(b"HTTP/1.1 200"), "an open session stopped working")
@@ -1158,7 +1166,7 @@ def tls_ok(port, ca, tok):
         return False
 
 
-def CAPACITY_TLS(kr):
+def CAPACITY_TLS():
     out = subprocess.run([e2e.BIN, "--print-budget"], capture_output=True, text=True).stdout
     m = re.search(r"listen-tls.*?(\d+) sessions", out)
     check(m, "--print-budget names no TLS sessions: %s" % out[-400:])
