@@ -2373,11 +2373,12 @@ again:
 #endif
 				return;
 			}
-		}
-		/* Bytes while answering or watching are a request that will not be
-		 * read (pipelining): answer this one, then close. */
-		if (n > 0 && c->state != KR_SC_READING)
+		} else if (n > 0) {
+			/* Bytes while answering or watching are a request that will not
+			 * be read (pipelining): answer this one, then close. Not the
+			 * request just routed above: that ended every keep-alive. */
 			c->keep_alive = 0;
+		}
 	}
 	pump(c);
 	rearm_conn(c);
@@ -2620,7 +2621,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 {
 	struct kr_addr addr;
 	char path[108];
-	int loopback = 0, kind, fd, i, r;
+	int loopback = 0, kind, fd, r;
 
 	kr_port_zero(s, sizeof(*s));  /* its history and connections: only pages already written */
 	s->loop = loop;
@@ -2694,6 +2695,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 	if (opts->cert_file) {
 #if KR_WITH_LISTEN_TLS
 		char why[256];
+		int i;
 
 		for (i = 0; i < 2; i++)
 			kr_tls_ctx_init(&s->tls[i]);
