@@ -465,6 +465,13 @@ $(MBEDTLS_O)/%.o: $(MBEDTLS_DIR)/library/%.c $(MBEDTLS_CONFIG) $(MBEDTLS_O)/flag
 	@echo "  CC      $@"
 	$(Q)$(CC) $(MBEDTLS_CPPFLAGS) -I$(MBEDTLS_DIR)/library $(MBEDTLS_CFLAGS) -c -o $@ $<
 
+# mbedTLS's buffer allocator zeroes its whole heap at start and each block it
+# hands out: with its memset named kr_tls_heap_memset (src/tls.h), pages that
+# are zero already are not written, so the heap's untouched pages never become
+# resident, not even for a moment at start-up (the peak RSS, VmHWM).
+$(MBEDTLS_O)/memory_buffer_alloc.o: MBEDTLS_CPPFLAGS += -Dmemset=kr_tls_heap_memset
+$(MBEDTLS_O)/memory_buffer_alloc.o: src/tls.h
+
 # ChaCha20-Poly1305 is the record cipher where the CPU has no AES instructions
 # (armv7): at -Os its quarter round stays a call per step (tests/bench/aead.sh).
 $(MBEDTLS_O)/chacha20.o $(MBEDTLS_O)/poly1305.o: MBEDTLS_CFLAGS += -O2

@@ -149,12 +149,11 @@
  * each, for at most KR_SERVE_TLS_CONNS sessions at once (--listen-tls-sessions
  * lowers it at start-up), and one more that answers a 503 Status; more are
  * closed with a log line, so the upstream connections keep their part of the
- * heap. An open session keeps about 27 KB resident (its records and keys; the
- * handshake's part goes back to the heap). The heap's pages are given back
- * after start-up, so the sessions' part costs RAM only while they use it, but
- * mbedTLS's allocator zeroes its whole heap once at start-up: the peak
- * resident size (VmHWM) grows by 40 KB per session of this bound, so it is
- * 64 (2.6 MB) and not one per connection slot (512: 21 MB at start).
+ * heap. An open session keeps about 15 KB resident on top of its connection
+ * slot's (its records as they fill, its keys; the handshake's part goes back
+ * to the heap). The heap is zeroed by writing only pages that are not zero
+ * already (kr_tls_heap_memset), so its part for sessions never used costs no
+ * RAM, not even at start-up: by default one session per connection slot.
  * Off with the endpoint (WITHOUT=listen) or alone (WITHOUT=listen_tls).
  */
 #ifndef KR_WITH_LISTEN_TLS
@@ -165,7 +164,7 @@
 #endif
 #endif
 #ifndef KR_SERVE_TLS_CONNS
-#define KR_SERVE_TLS_CONNS 64
+#define KR_SERVE_TLS_CONNS KR_SERVE_MAX_CONNS
 #endif
 #ifndef KR_SERVE_TLS_PER_CONN
 #define KR_SERVE_TLS_PER_CONN 40960     /* 40 KiB */
