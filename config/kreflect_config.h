@@ -146,9 +146,14 @@
  * TLS on --listen (--listen-cert-file): the server side of mbedTLS, in the
  * same heap. Each local TLS session holds a 16 KiB input record buffer, a
  * 4 KiB output one and its keys, and briefly its handshake: KR_SERVE_TLS_PER_CONN
- * each, for at most KR_SERVE_TLS_CONNS sessions at once, and one more that
- * answers a 503 Status; more are closed with a log line, so the upstream
- * connections keep their part of the heap.
+ * each, for at most KR_SERVE_TLS_CONNS sessions at once (--listen-tls-sessions
+ * lowers it at start-up), and one more that answers a 503 Status; more are
+ * closed with a log line, so the upstream connections keep their part of the
+ * heap. An open session keeps about 15 KB resident on top of its connection
+ * slot's (its records as they fill, its keys; the handshake's part goes back
+ * to the heap). The heap is zeroed by writing only pages that are not zero
+ * already (kr_tls_heap_memset), so its part for sessions never used costs no
+ * RAM, not even at start-up: by default one session per connection slot.
  * Off with the endpoint (WITHOUT=listen) or alone (WITHOUT=listen_tls).
  */
 #ifndef KR_WITH_LISTEN_TLS
@@ -159,7 +164,7 @@
 #endif
 #endif
 #ifndef KR_SERVE_TLS_CONNS
-#define KR_SERVE_TLS_CONNS 16
+#define KR_SERVE_TLS_CONNS KR_SERVE_MAX_CONNS
 #endif
 #ifndef KR_SERVE_TLS_PER_CONN
 #define KR_SERVE_TLS_PER_CONN 40960     /* 40 KiB */
@@ -208,12 +213,15 @@
 /* --- the local listener (--listen): health, metrics, a read-only API ------------ */
 
 /*
- * Local connections served at once (--listen-max-conns lowers it). Each costs
- * KR_SERVE_IN_BYTES + KR_SERVE_OUT_BYTES of buffers plus its state, reserved
- * statically (counted by --print-budget; RAM only once used).
+ * Local connections served at once (--listen-max-conns lowers it): a site's
+ * few hundred watchers on one relay. Each costs KR_SERVE_OUT_BYTES of buffer
+ * plus its state (about 42 KB in all), reserved statically and counted by
+ * --print-budget, but a slot is first touched when a connection takes it, so
+ * slots never used cost no RAM: the endpoint idles at the same resident size
+ * with 8 or 512 of them.
  */
 #ifndef KR_SERVE_MAX_CONNS
-#define KR_SERVE_MAX_CONNS 64
+#define KR_SERVE_MAX_CONNS 512
 #endif
 
 /* A request's head (request line and headers) must fit here; else 431. */
@@ -286,6 +294,15 @@
 #define KR_WITH_LISTEN 1       /* --listen, kr_client_listen: the local endpoint */
 #endif
 /* KR_WITH_LISTEN_TLS (TLS on --listen, the mbedTLS server side) is set with the TLS heap above. */
+/* Descriptors one poll() takes (port/port.h): the reflector's own (32), the
+ * listener and KR_SERVE_MAX_CONNS connections (src/loop.h checks the sum). */
+#ifndef KR_PORT_POLL_MAX
+#if KR_WITH_LISTEN
+#define KR_PORT_POLL_MAX (64 + KR_SERVE_MAX_CONNS)
+#else
+#define KR_PORT_POLL_MAX 64
+#endif
+#endif
 #ifndef KR_WITH_SIDECAR
 #define KR_WITH_SIDECAR 1      /* --k8s-sidecar: configuration from k8s-sidecar's environment */
 #endif

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kreflect_config.h"
+
 #define KR_IO_ERR (-1)
 #define KR_IO_WAIT (-2)
 
@@ -138,11 +140,8 @@ struct kr_pollfd {
 	short got;                     /* set by kr_port_poll */
 };
 
-/* Most descriptors one kr_port_poll call takes (a build for more local
- * connections raises it with KR_SERVE_MAX_CONNS: loop.h checks the two). */
-#ifndef KR_PORT_POLL_MAX
-#define KR_PORT_POLL_MAX 256
-#endif
+/* Most descriptors one kr_port_poll call takes: KR_PORT_POLL_MAX, which
+ * config/kreflect_config.h sizes for KR_SERVE_MAX_CONNS (loop.h checks the two). */
 
 /*
  * Waits until a descriptor is ready or timeout_ms passes (-1 = forever).

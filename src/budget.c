@@ -39,8 +39,8 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "tls-heap", KR_TLS_HEAP_SIZE - LISTEN_TLS_BYTES, 0,
 		  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
 		{ "listen-tls", LISTEN_TLS_BYTES ? LISTEN_TLS_BYTES + KR_PEM_MAX : 0, 0,
-		  "TLS on --listen: the mbedTLS heap's part, " STR(KR_SERVE_TLS_CONNS) " sessions and one that answers\n"
-		  "                           503, of " STR(KR_SERVE_TLS_PER_CONN) " bytes each (records 16+4 KiB, keys, a handshake),\n"
+		  "TLS on --listen: the mbedTLS heap's part, " STR(KR_SERVE_TLS_CONNS) " sessions at most and one that\n"
+		  "                           answers 503, of " STR(KR_SERVE_TLS_PER_CONN) " bytes each (records 16+4 KiB, keys, a handshake),\n"
 		  "                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
 		  "                           RAM only if used" },
 		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },

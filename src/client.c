@@ -49,7 +49,7 @@ static void open_wakeup(struct kr_client *c);
  */
 #define CONFIG_SIZE_1_0 (offsetof(struct kr_config, memory_bytes) + sizeof(size_t))
 #define STATUS_SIZE_1_0 (offsetof(struct kr_status, status_reason) + sizeof(const char *))
-#define ENDPOINT_SIZE_1_1 (offsetof(struct kr_endpoint_config, bookmark_s) + sizeof(int))
+#define ENDPOINT_SIZE_1_1 (offsetof(struct kr_endpoint_config, tls_sessions) + sizeof(int))
 
 struct kr_client {
 	uint32_t magic;
@@ -1219,9 +1219,10 @@ int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct 
 		return fail(err, errlen, r, "the endpoint's configuration was not made by "
 			    "kr_endpoint_config_init");
 	if (in.ready_silence_s < 0 || in.ready_silence_s > 86400 || in.idle_s < 0 || in.idle_s > 3600 ||
-	    in.bookmark_s < 0 || in.bookmark_s > 3600)
+	    in.bookmark_s < 0 || in.bookmark_s > 3600 || in.tls_sessions < 0 ||
+	    in.tls_sessions > KR_SERVE_TLS_CONNS)
 		return fail(err, errlen, KR_EINVAL, "the endpoint's ready_silence_s (0..86400), idle_s or "
-			    "bookmark_s (0..3600) is out of range");
+			    "bookmark_s (0..3600) or tls_sessions (0..%d) is out of range", KR_SERVE_TLS_CONNS);
 	memset(&o, 0, sizeof(o));
 	o.listen = in.address;
 	o.token_file = in.token_file;
@@ -1237,6 +1238,7 @@ int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct 
 	o.ready_silence_ms = in.ready_silence_s * 1000;
 	o.idle_ms = in.idle_s * 1000;
 	o.bookmark_ms = in.bookmark_s * 1000;
+	o.tls_sessions = in.tls_sessions;
 	if (valid(c)) {
 		o.notify = c->hook_notify;
 		o.post = c->hook_post;

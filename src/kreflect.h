@@ -509,6 +509,8 @@ struct kr_endpoint_config {
 	int ready_silence_s;           /* /readyz fails for a resource silent this long; 0: 180 */
 	int idle_s;                    /* a request head within this; 0: 30 */
 	int bookmark_s;                /* BOOKMARKs to local watches that ask; 0: 60 */
+	int tls_sessions;              /* TLS sessions at once, 1..KR_SERVE_TLS_CONNS (each
+					  15 to 40 KB while open); 0: that most */
 };
 
 /* Fills ec with the defaults (zeros) and sets ec->struct_size. */

@@ -17,7 +17,11 @@
 
 #ifndef KR_LOOP_MAX_SOURCES
 /* connections, the signal fd, resolvers, children; the listener and its connections */
+#if KR_WITH_LISTEN
 #define KR_LOOP_MAX_SOURCES (32 + 1 + KR_SERVE_MAX_CONNS)
+#else
+#define KR_LOOP_MAX_SOURCES 32
+#endif
 #endif
 #if KR_LOOP_MAX_SOURCES > KR_PORT_POLL_MAX
 #error "KR_LOOP_MAX_SOURCES exceeds what one kr_port_poll call takes (KR_PORT_POLL_MAX)"

@@ -198,6 +198,8 @@ static const char usage[] =
 	"  --listen-insecure              allow a non-loopback address without TLS (logged)\n"
 	"  --listen-max-conns N           local connections at once (default and most: "
 	KR_STR(KR_SERVE_MAX_CONNS) ")\n"
+	"  --listen-tls-sessions N        TLS sessions at once, 15 to 40 KB of RAM each while\n"
+	"                                 open (default and most: " KR_STR(KR_SERVE_TLS_CONNS) ")\n"
 	"  --serve-secrets                serve mirrored Secrets too (403 otherwise)\n"
 	"  --listen-health-only           serve /healthz, /livez and /readyz only (404 for the\n"
 	"                                 rest), on any IP:PORT without a token: kubelet probes\n"
@@ -542,6 +544,7 @@ enum flag_kind {
 	X("--listen-token-file", "a file", 0, serve.token_file, F_STR, 0, 0) \
 	FLAGS_LISTEN_FILES(X) \
 	X("--listen-max-conns", " (KR_SERVE_MAX_CONNS)", KR_SERVE_MAX_CONNS, serve.max_conns, F_NUM, F_LO1, 0) \
+	X("--listen-tls-sessions", " (KR_SERVE_TLS_CONNS)", KR_SERVE_TLS_CONNS, serve.tls_sessions, F_NUM, F_LO1, 0) \
 	X("--serve-secrets", "", 0, serve.serve_secrets, F_SET, 0, 0) \
 	X("--listen-health-only", "", 0, serve.health_only, F_SET, 0, 0) \
 	X("--readyz-max-silence", SECONDS, 86400, serve.ready_silence_s, F_NUM, F_LO1, 0) \

@@ -203,6 +203,7 @@ void kr_serve_history_add(void *arg, uint64_t seq, int res, int type, const char
 
 static void wake_watchers(struct kr_serve *s);
 static void rearm_conn(struct kr_serve_conn *c);
+static void rv_waited(struct kr_serve_conn *c);
 
 void kr_serve_event(void *arg, const struct kr_event *ev)
 {
@@ -527,7 +528,12 @@ static const char *status_reason(int code)
 	}
 }
 
-/* The Status object the kube-apiserver sends, into o. */
+/* The kube-apiserver's details of its 504 for a resourceVersion the cache has not reached:
+ * client-go's reflector knows the error by this cause and lists again from "". */
+#define TOO_LARGE_DETAILS "{\"causes\":[{\"reason\":\"ResourceVersionTooLarge\",\"message\":" \
+	"\"Too large resource version\"}],\"retryAfterSeconds\":1}"
+
+/* The Status object the kube-apiserver sends, into o; a 504 is the too-large resourceVersion's. */
 static void status_json(struct kr_out *o, int code, const char *message)
 {
 	char num[16];
@@ -537,7 +543,10 @@ static void status_json(struct kr_out *o, int code, const char *message)
 	kr_json_escape(o, message);
 	kr_out_str(o, "\",\"reason\":\"");
 	kr_out_str(o, status_reason(code));
-	kr_out_str(o, "\",\"code\":");
+	if (code == 504)
+		kr_out_str(o, "\",\"details\":" TOO_LARGE_DETAILS ",\"code\":");
+	else
+		kr_out_str(o, "\",\"code\":");
 	kr_snprintf(num, sizeof(num), "%d", code);
 	kr_out_str(o, num);
 	kr_out_str(o, "}");
@@ -781,7 +790,7 @@ void kr_serve_metrics(struct kr_serve *s, struct kr_out *o)
 			     s->opts.post->attempts_failed);
 	}
 
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		if (s->conns[i].state != KR_SC_FREE)
 			open++;
 		if (s->conns[i].state == KR_SC_WATCHING)
@@ -1294,12 +1303,12 @@ static int put_bookmark(struct kr_serve_conn *c, int initial_end)
 }
 
 /* The watcher fell behind the ring: an ERROR event like the kube-apiserver's, then the end. */
-static void drop_watcher(struct kr_serve_conn *c, const char *why, int count)
+static void drop_watcher(struct kr_serve_conn *c, int code, const char *why, int count)
 {
 	char body[STATUS_MAX], ev[STATUS_MAX + 64];
 	struct kr_out o = { body, sizeof(body), 0, 0 };
 
-	status_json(&o, 410, why);
+	status_json(&o, code, why);
 	kr_snprintf(ev, sizeof(ev), "{\"type\":\"ERROR\",\"object\":%.*s}\n", (int)o.len, body);
 	c->srv->watchers_dropped += (unsigned long long)count;
 	c->deadline = kr_port_now_ms() + c->srv->opts.idle_ms;
@@ -1434,7 +1443,7 @@ static void produce_watch(struct kr_serve_conn *c)
 		int ok;
 
 		if (c->seq < s->seq_tail) {
-			drop_watcher(c, "too old resource version: the local watcher fell behind "
+			drop_watcher(c, 410, "too old resource version: the local watcher fell behind "
 				     "kreflect's change history (KR_SERVE_HISTORY)", 1);
 			return;
 		}
@@ -1563,6 +1572,11 @@ static void pump(struct kr_serve_conn *c)
 				return;
 			}
 			break;
+		case KR_SC_WAITING:
+			rv_waited(c);
+			if (c->state == KR_SC_WAITING || c->state == KR_SC_FREE)
+				return;
+			break;
 		default:
 			c->src.want = KR_POLL_IN;
 			return;
@@ -1574,16 +1588,18 @@ static void wake_watchers(struct kr_serve *s)
 {
 	int i;
 
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		struct kr_serve_conn *c = &s->conns[i];
 
+		if (c->state == KR_SC_WAITING)
+			c->src.want |= KR_POLL_OUT;  /* its resourceVersion may be reached: a look */
 		if (c->state != KR_SC_WATCHING)
 			continue;
 		c->src.want |= KR_POLL_OUT;
 		if (c->seq < s->seq_tail && !c->big) {
 			/* Passed by the ring while its socket is full: drop it now (the
 			 * Status goes if it fits; the close tells the rest). */
-			drop_watcher(c, "too old resource version: the local watcher did not read "
+			drop_watcher(c, 410, "too old resource version: the local watcher did not read "
 				     "and fell behind kreflect's change history", 1);
 			continue;
 		}
@@ -1687,13 +1703,107 @@ static int rv_cmp(const char *a, const char *b)
 	return d < 0 ? -1 : d > 0;
 }
 
+/* How long a request for a resourceVersion newer than the mirror's waits for
+ * it (the kube-apiserver's watch cache waits as long) before its 504. */
+#define RV_WAIT_MS 3000
+
+static void watch_begin(struct kr_serve_conn *c);
+static void list_begin(struct kr_serve_conn *c);
+
+/* c (a list or a watch of c->res) asked for rv, newer than the mirror: it
+ * waits, its deadline on the tick and each change a look (rv_waited). */
+static void rv_wait(struct kr_serve_conn *c, const char *rv, int list)
+{
+	struct kr_serve *s = c->srv;
+
+	kr_snprintf(c->wait_rv, sizeof(c->wait_rv), "%s", rv);
+	c->wait_list = list;
+	c->seq = s->seq_head;          /* a watch's events are past here (and past rv) */
+	c->pos = s->ring_head;
+	c->deadline = kr_port_now_ms() + RV_WAIT_MS;
+	c->state = KR_SC_WAITING;
+}
+
+/* From (*seq, *pos) on, the record after the last of resource res at rv or
+ * older: where a watch from rv starts. 0 when the ring has passed *seq. */
+static int history_after(const struct kr_serve *s, int res, const char *rv, uint64_t *seq,
+			 size_t *pos)
+{
+	size_t p = *pos;
+	uint64_t q;
+	char v[KR_RV_MAX];
+
+	if (*seq < s->seq_tail)
+		return 0;
+	for (q = *seq; q < s->seq_head; q++) {
+		size_t at;
+		struct rec r;
+
+		p = rec_step(s, p, &at);
+		r = rec_at(s, at);
+		if (r.res != res || r.type == REC_WRAP || r.rvlen >= sizeof(v))
+			continue;
+		memcpy(v, s->ring + at + HDR + r.keylen, r.rvlen);
+		v[r.rvlen] = '\0';
+		if (rv_cmp(v, rv) <= 0) {
+			*seq = q + 1;
+			*pos = p;
+		}
+	}
+	return 1;
+}
+
+/* A waiting request, after a change or at its deadline: still waiting, begun, or its 504. */
+static void rv_waited(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	const char *cur = s->res[c->res].rv;
+	char why[200];
+
+	if (rv_cmp(c->wait_rv, cur) == 1) {
+		if (kr_port_now_ms() < c->deadline) {
+			c->src.want = KR_POLL_IN;  /* only a close is of interest until then */
+			return;
+		}
+		kr_snprintf(why, sizeof(why), "Timeout: Too large resource version: %s, current: %s",
+			    c->wait_rv, cur);
+		if (c->wait_list) {
+			respond_status(c, 504, "%s", why);
+			return;
+		}
+		/* As its other errors once the request was accepted: a 200 stream, one ERROR event. */
+		chunked_head(c);
+		c->state = KR_SC_WATCHING;
+		drop_watcher(c, 504, why, 0);
+		return;
+	}
+	c->deadline = kr_port_now_ms() + 2 * (kr_ms_t)s->opts.idle_ms;
+	if (c->wait_list) {
+		list_begin(c);
+		return;
+	}
+	if (c->initial) {
+		c->seq = s->seq_head;  /* the current objects first, then what follows them */
+		c->pos = s->ring_head;
+	} else if (!history_after(s, c->res, c->wait_rv, &c->seq, &c->pos)) {
+		chunked_head(c);
+		c->state = KR_SC_WATCHING;
+		kr_snprintf(why, sizeof(why), "too old resource version: %s (%s)", c->wait_rv, cur);
+		drop_watcher(c, 410, why, 0);
+		return;
+	}
+	watch_begin(c);
+}
+
 /*
  * A list's resourceVersion and resourceVersionMatch, as the kube-apiserver
  * reads them. The mirror holds one state, its newest: "" and "0" get it, so
  * does NotOlderThan (or no match) of a version it has reached; a newer one
- * is the apiserver's 504 "Too large resource version" (a reflector then lists
- * from ""), and Exact of an older one is 410 (no older state is kept).
- * Returns 1 when the list may go on, 0 when an error was answered.
+ * waits up to RV_WAIT_MS for the mirror to reach it and then is the
+ * apiserver's 504 "Too large resource version" (a reflector then lists from
+ * ""); Exact of a newer one gets that 504 at once, of an older one 410 (no
+ * older state is kept). Returns 1 when the list may go on, 0 when an error
+ * was answered or the request waits (KR_SC_WAITING).
  */
 static int list_rv_ok(struct kr_serve_conn *c, int ri, const char *rv)
 {
@@ -1728,8 +1838,12 @@ static int list_rv_ok(struct kr_serve_conn *c, int ri, const char *rv)
 		return 1;
 	if (d == 2 && !exact && kr_serve_history_find(c->srv, ri, rv, &seq, &pos))
 		return 1;              /* not numbers, but a version it has passed */
+	if (d > 0 && !exact) {
+		rv_wait(c, rv, 1);     /* the mirror may get there within RV_WAIT_MS */
+		return 0;
+	}
 	if (d > 0 || (d == 2 && !exact)) {
-		respond_status(c, 504, "Too large resource version: %s, current: %s", rv, cur);
+		respond_status(c, 504, "Timeout: Too large resource version: %s, current: %s", rv, cur);
 		return 0;
 	}
 	respond_status(c, 410, "too old resource version: %s (%s)", rv, cur);
@@ -1891,6 +2005,11 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			respond_status(c, 503, "%s: the mirror has not synced yet", r->name);
 			return;
 		}
+		c->watch_end = ts > 0 ? kr_port_now_ms() + (kr_ms_t)ts * 1000 : 0;
+		if (rv[0] && rv_cmp(rv, s->res[ri].rv) == 1) {
+			rv_wait(c, rv, 0);    /* newer than the mirror: it may get there soon */
+			return;
+		}
 		if (!c->initial && strcmp(rv, s->res[ri].rv) != 0) {
 			uint64_t seq;
 			size_t pos;
@@ -1903,7 +2022,7 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 
 				kr_snprintf(why, sizeof(why), "too old resource version: %s (%s)", rv,
 					    s->res[ri].rv);
-				drop_watcher(c, why, 0);
+				drop_watcher(c, 410, why, 0);
 				return;
 			}
 			c->seq = seq;
@@ -1913,19 +2032,37 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			c->seq = s->seq_head;
 			c->pos = s->ring_head;
 		}
-		track_start(c);
-		chunked_head(c);
-		c->state = KR_SC_WATCHING;
-		c->watch_end = ts > 0 ? kr_port_now_ms() + (kr_ms_t)ts * 1000 : 0;
-		c->bookmark_at = kr_port_now_ms() + s->opts.bookmark_ms;
-		s->watches_started++;
-		if (c->initial)
-			c->cursor = 0;
-		rearm_conn(c);
+		watch_begin(c);
 		return;
 	}
-	if (!list_rv_ok(c, ri, rv))
-		return;
+	if (list_rv_ok(c, ri, rv))
+		list_begin(c);
+}
+
+/* A watch whose start (c->seq, c->pos) is known: its head, then events as they come. */
+static void watch_begin(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+
+	track_start(c);
+	chunked_head(c);
+	c->state = KR_SC_WATCHING;
+	c->bookmark_at = kr_port_now_ms() + s->opts.bookmark_ms;
+	s->watches_started++;
+	if (c->initial)
+		c->cursor = 0;
+	rearm_conn(c);
+}
+
+/* A list of c->res whose resourceVersion the mirror has reached: limit, continue, the head. */
+static void list_begin(struct kr_serve_conn *c)
+{
+	struct kr_serve *s = c->srv;
+	const struct kr_resource *r = &s->top->refl[c->res].res;
+	const char *t = c->req.target;
+	char fs[320], num[32];
+	int ri = c->res;
+
 	c->limit = 0;
 	if (kr_http_server_param(t, "limit", num, sizeof(num)) > 0) {
 		c->limit = kr_parse_num(num, 0, LONG_MAX);
@@ -2207,14 +2344,14 @@ static int handshake(struct kr_serve_conn *c)
 	c->state = KR_SC_READING;
 	c->src.want = KR_POLL_IN;
 	if (c->tls_over) {
-		/* The session past KR_SERVE_TLS_CONNS: a Status the client can read, then the close. */
-		kr_log(KR_LOG_WARN, "listen: TLS connection refused: all KR_SERVE_TLS_CONNS sessions "
-		       "are in use (answered 503)");
+		/* The session past --listen-tls-sessions: a Status the client can read, then the close. */
+		kr_log(KR_LOG_WARN, "listen: TLS connection refused: all %d --listen-tls-sessions "
+		       "sessions are in use (answered 503)", s->tls_max);
 		c->keep_alive = 0;
 		c->head_only = 0;
 		s->tls_refused++;
 		s->refused++;
-		respond_status(c, 503, "too many TLS sessions at once (KR_SERVE_TLS_CONNS)");
+		respond_status(c, 503, "too many TLS sessions at once (--listen-tls-sessions %d)", s->tls_max);
 		pump(c);
 		return 0;
 	}
@@ -2264,11 +2401,12 @@ again:
 #endif
 				return;
 			}
-		}
-		/* Bytes while answering or watching are a request that will not be
-		 * read (pipelining): answer this one, then close. */
-		if (n > 0 && c->state != KR_SC_READING)
+		} else if (n > 0) {
+			/* Bytes while answering or watching are a request that will not
+			 * be read (pipelining): answer this one, then close. Not the
+			 * request just routed above: that ended every keep-alive. */
 			c->keep_alive = 0;
+		}
 	}
 	pump(c);
 	rearm_conn(c);
@@ -2309,16 +2447,20 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 		if (s->tls_on) {
 			tls_recheck(s);
 			/* One session more is kept to say 503 in a Status; past it, a close. */
-			if (s->tls_sessions > KR_SERVE_TLS_CONNS) {
-				tls_refuse(s, fd, "all KR_SERVE_TLS_CONNS sessions are in use");
+			if (s->tls_sessions > s->tls_max) {
+				tls_refuse(s, fd, "all --listen-tls-sessions sessions are in use");
 				continue;
 			}
 		}
 #endif
-		for (i = 0; i < s->nconns; i++)
+		/* The lowest free slot, or the first never taken: slots are touched
+		 * only when a connection takes one, so idle ones cost no memory. */
+		for (i = 0; i < s->used_hi; i++)
 			if (s->conns[i].state == KR_SC_FREE)
 				break;
-		if (i == s->nconns) {
+		if (i == s->used_hi && s->used_hi < s->nconns)
+			s->used_hi++;
+		if (i == s->used_hi) {
 #if KR_WITH_LISTEN_TLS
 			if (s->tls_on) {       /* plain bytes would mean nothing to a TLS client */
 				tls_refuse(s, fd, "all --listen-max-conns connections are in use");
@@ -2349,7 +2491,7 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 				}
 				c->tls_slot = s->tls_cur;
 				s->tls_users[c->tls_slot]++;
-				c->tls_over = s->tls_sessions++ == KR_SERVE_TLS_CONNS;
+				c->tls_over = s->tls_sessions++ == s->tls_max;
 				c->state = KR_SC_HANDSHAKE;
 			}
 #endif
@@ -2386,13 +2528,15 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 	int i;
 
 	(void)loop;
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		struct kr_serve_conn *c = &s->conns[i];
 
 		if ((c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
 		     c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE) &&
 		    c->deadline && now >= c->deadline) {
 			conn_close(c);         /* no request head, or its answer not read, in time */
+		} else if (c->state == KR_SC_WAITING && now >= c->deadline) {
+			pump(c);               /* the mirror did not reach the version in time: 504 */
 		} else if (c->state == KR_SC_WATCHING &&
 			   ((c->bookmarks && now >= c->bookmark_at) ||
 			    (c->watch_end && now >= c->watch_end))) {
@@ -2409,7 +2553,7 @@ static kr_ms_t conn_deadline(const struct kr_serve_conn *c)
 	kr_ms_t d = 0;
 
 	if (c->state == KR_SC_READING || c->state == KR_SC_WRITING ||
-	    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE)
+	    c->state == KR_SC_LISTING || c->state == KR_SC_HANDSHAKE || c->state == KR_SC_WAITING)
 		d = c->deadline;
 	else if (c->state == KR_SC_WATCHING) {
 		if (c->bookmarks)
@@ -2426,7 +2570,7 @@ static void rearm(struct kr_serve *s)
 	kr_ms_t next = 0;
 	int i;
 
-	for (i = 0; i < s->nconns; i++) {
+	for (i = 0; i < s->used_hi; i++) {
 		kr_ms_t d = conn_deadline(&s->conns[i]);
 
 		if (d && (!next || d < next))
@@ -2505,7 +2649,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 {
 	struct kr_addr addr;
 	char path[108];
-	int loopback = 0, kind, fd, i, r;
+	int loopback = 0, kind, fd, r;
 
 	kr_port_zero(s, sizeof(*s));  /* its history and connections: only pages already written */
 	s->loop = loop;
@@ -2521,11 +2665,6 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		s->opts.bookmark_ms = 60000;
 	if (s->opts.idle_ms <= 0)
 		s->opts.idle_ms = 30000;
-	for (i = 0; i < s->nconns; i++) {          /* the caller gave nconns of them */
-		conns[i].state = KR_SC_FREE;
-		conns[i].src.fd = -1;
-		conns[i].srv = s;
-	}
 	kind = kr_serve_parse_listen(opts->listen, &addr, &loopback, path, sizeof(path));
 	if (kind < 0) {
 		kr_snprintf(err, errlen, "unable to listen on %s: not 127.0.0.1:PORT, [::1]:PORT, "
@@ -2584,6 +2723,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 	if (opts->cert_file) {
 #if KR_WITH_LISTEN_TLS
 		char why[256];
+		int i;
 
 		for (i = 0; i < 2; i++)
 			kr_tls_ctx_init(&s->tls[i]);
@@ -2594,6 +2734,8 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		}
 		s->tls_on = 1;
 		s->tls_checked = kr_port_now_ms();
+		s->tls_max = opts->tls_sessions > 0 && opts->tls_sessions < KR_SERVE_TLS_CONNS
+				     ? opts->tls_sessions : KR_SERVE_TLS_CONNS;
 #else
 		kr_snprintf(err, errlen, "--listen-cert-file: TLS on --listen is not built in");
 		return KR_ENOTSUP;
@@ -2634,7 +2776,7 @@ void kr_serve_close(struct kr_serve *s)
 {
 	int i;
 
-	for (i = 0; i < s->nconns; i++)
+	for (i = 0; i < s->used_hi; i++)
 		conn_close(&s->conns[i]);
 	if (s->listener.fd >= 0) {
 		kr_loop_remove(s->loop, &s->listener);

@@ -42,6 +42,7 @@ struct kr_serve_opts {
 	const char *client_ca_file;    /* TLS: clients may authenticate by a certificate it signed */
 	int insecure;                  /* a non-loopback address without TLS (--listen-insecure) */
 	int max_conns;                 /* 1..KR_SERVE_MAX_CONNS; 0 = KR_SERVE_MAX_CONNS */
+	int tls_sessions;              /* 1..KR_SERVE_TLS_CONNS; 0 = KR_SERVE_TLS_CONNS */
 	int serve_secrets;             /* secrets are 403 unless set */
 	int health_only;               /* only /healthz, /livez and /readyz (404 for the rest), so
 					  any address without a token: a kubelet's probes */
@@ -61,6 +62,8 @@ enum kr_serve_conn_state {
 	KR_SC_WRITING,                 /* a response; then back to READING or closed */
 	KR_SC_LISTING,                 /* a list response, item by item */
 	KR_SC_WATCHING,                /* a watch stream */
+	KR_SC_WAITING,                 /* a list or watch for a resourceVersion the mirror has
+					  not reached yet, for at most 3 s */
 };
 
 /* One local connection; all of it is fixed-size. */
@@ -75,7 +78,7 @@ struct kr_serve_conn {
 #if KR_WITH_LISTEN_TLS
 	struct kr_tls tls;             /* its TLS session when the endpoint has TLS */
 	int tls_slot;                  /* the configuration it was accepted with (kr_serve.tls[]) */
-	int tls_over;                  /* the one session past KR_SERVE_TLS_CONNS: answered 503 */
+	int tls_over;                  /* the one session past tls_max: answered 503 */
 #endif
 	char user[KR_ACCESS_USER_MAX]; /* the verified client certificate's CN, "" = none */
 	char who[KR_ACCESS_USER_MAX];  /* the request's identity: that CN or the token's user */
@@ -95,6 +98,8 @@ struct kr_serve_conn {
 	kr_ms_t watch_end;             /* watch: timeoutSeconds, 0 = none */
 	kr_ms_t bookmark_at;           /* watch: next bookmark */
 	int initial;                   /* watch: synthetic ADDED of the current objects first */
+	char wait_rv[KR_RV_MAX];       /* waiting: the resourceVersion asked for */
+	int wait_list;                 /* waiting: a list (else a watch) */
 	/* watch with a label selector: which objects (store index slots) the
 	 * watcher was last told match, so a change in or out of the selector is
 	 * ADDED or DELETED, as the kube-apiserver's watch cache sends it */
@@ -142,11 +147,14 @@ struct kr_serve {
 	int tls_on, tls_cur, tls_users[2];
 	uint32_t tls_sum;              /* of the files' contents, to see a rotation */
 	kr_ms_t tls_checked;           /* when the files were last looked at */
-	int tls_sessions;              /* open, at most KR_SERVE_TLS_CONNS */
+	int tls_sessions;              /* open, at most tls_max (and the one answered 503) */
+	int tls_max;                   /* opts.tls_sessions */
 	unsigned long long tls_handshakes, tls_failed, tls_refused, tls_reloads;
 #endif
 	struct kr_serve_conn *conns;
 	int nconns;                    /* slots in use allowed: opts.max_conns */
+	int used_hi;                   /* conns[0..used_hi) were ever taken; the rest are
+					  neither read nor written, so cost no memory */
 	kr_ms_t started;
 	kr_ms_t last_pass;             /* the loop ran its hooks (for /healthz) */
 	struct kr_serve_res res[KR_MAX_RESOURCES];

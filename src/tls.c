@@ -27,9 +27,8 @@
 
 /* mbedTLS's only heap: every handshake, record buffer and certificate lives here. */
 static unsigned char tls_heap[KR_TLS_HEAP_SIZE] __attribute__((aligned(16)));
-/* Bytes at the heap's start kept when its pages are given back: the buffer
- * allocator's first block header (8 words: 64 bytes on 64-bit), with room. */
-#define TLS_HEAP_HEAD 256u
+/* Set while the allocator starts: it zeroes the heap, which is static storage never written yet. */
+static int tls_heap_fresh;
 
 #if defined(MBEDTLS_ENTROPY_HARDWARE_ALT)
 /* A firmware's own mbedTLS with an entropy pool: the hook it calls by this name. */
@@ -56,21 +55,32 @@ const char *kr_mbedtls_version(void)
 	return MBEDTLS_VERSION_STRING;
 }
 
+void *kr_tls_heap_memset(void *p, int c, size_t n)
+{
+	if (c != 0)
+		return memset(p, c, n);
+	if (tls_heap_fresh && p == (void *)tls_heap && n == sizeof(tls_heap))
+		return p;              /* zero already: not even read, so no page is mapped */
+	kr_port_zero(p, n);
+	return p;
+}
+
 int kr_tls_global_init(void)
 {
 	static int started;
 
 	if (started)
 		return 0;
-	mbedtls_memory_buffer_alloc_init(tls_heap, sizeof(tls_heap));
 	/*
-	 * That zeroed the whole heap (memory_buffer_alloc.c), which made every
-	 * page of it resident: 496 KB of RSS for a heap that one connection uses
-	 * a tenth of. The heap is static storage, so its pages may go back and
-	 * read as zeros again; the allocator's one header stays (TLS_HEAP_HEAD
-	 * covers it), and what it hands out later it zeroes itself (calloc).
+	 * The allocator zeroes the whole heap (memory_buffer_alloc.c), which
+	 * made every page of it resident at start (the peak RSS) when its
+	 * memset was the C library's. With kr_tls_heap_memset it is left as it
+	 * is, zero, and only the first block's header is written; what the
+	 * allocator hands out later it zeroes page by page as needed (calloc).
 	 */
-	kr_port_discard(tls_heap + TLS_HEAP_HEAD, sizeof(tls_heap) - TLS_HEAP_HEAD);
+	tls_heap_fresh = 1;
+	mbedtls_memory_buffer_alloc_init(tls_heap, sizeof(tls_heap));
+	tls_heap_fresh = 0;
 	if (psa_crypto_init() != PSA_SUCCESS)
 		return KR_ETLS;
 	started = 1;

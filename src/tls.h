@@ -61,6 +61,14 @@ struct kr_tls {
  */
 int kr_tls_global_init(void);
 
+/*
+ * The memset of mbedTLS's buffer allocator (the Makefile builds
+ * memory_buffer_alloc.c with memset named this): zeroes with kr_port_zero,
+ * which writes only pages that are not zero already, so zeroing the static
+ * heap at start-up and fresh blocks later makes no page resident.
+ */
+void *kr_tls_heap_memset(void *p, int c, size_t n);
+
 /* Makes ctx empty; cannot fail. */
 void kr_tls_ctx_init(struct kr_tls_ctx *ctx);
 

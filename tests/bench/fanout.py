@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One relay before many watchers (make bench-fanout).
 
-    python3 tests/bench/fanout.py [--kreflect build/kreflect] [--relay build/x86_64-fanout/kreflect]
+    python3 tests/bench/fanout.py [--kreflect build/kreflect] [--relay build/kreflect]
                                   [--sizes 1,10,100,500] [--real 100] [--changes 30] [--burst 0]
                                   [--scheme http] [--ca FILE] [--token-file FILE] [--tls]
 
@@ -23,7 +23,8 @@ time: the next waits until every watcher has the previous one. Reported per run:
 - the requests and response bytes the upstream logged (headers included; an open watch's
   bytes so far) from the first watcher's start to the last change;
 - the relay's CPU for the changes (/proc/PID/schedstat, ns), per event per watcher;
-- the relay's VmHWM and RssAnon after the changes (/proc/PID/status);
+- the relay's RssAnon once it has synced, before any watcher (idle), and its VmHWM and
+  RssAnon after the changes (/proc/PID/status);
 - from an upstream change (the control call's return) to the last watcher holding it:
   median and max over the changes.
 
@@ -246,6 +247,9 @@ def one_run(a, srv, workdir, mode, n):
         target_url = "%s://127.0.0.1:%d" % (a.scheme, rport)
     w = Watchers()
     row = {"mode": mode, "watchers": n}
+    if relay:
+        time.sleep(0.3)
+        row["relay_idle_rssanon_kb"] = status_kb(relay.pid, "RssAnon")
     try:
         real = min(n, a.real)
         errlog = open(os.path.join(workdir, "downstream-%s-%d.err" % (mode, n)), "wb")
@@ -339,7 +343,8 @@ def one_run(a, srv, workdir, mode, n):
 
 def table(rows):
     out = ["| watchers | kreflects + raw | upstream requests direct / relay | upstream bytes direct / relay "
-           "| relay CPU µs per event per watcher (user / system ms) | relay VmHWM / RssAnon kB | change to last watcher, "
+           "| relay CPU µs per event per watcher (user / system ms) | relay VmHWM / RssAnon kB (idle RssAnon) "
+           "| change to last watcher, "
            "median / max ms, direct | same, relay |",
            "|---:|---|---|---|---:|---|---|---|"]
     by = {}
@@ -351,11 +356,11 @@ def table(rows):
         def g(x, k):
             v = x.get(k)
             return "-" if v is None else ("{:,}".format(v) if isinstance(v, int) else str(v))
-        out.append("| %d | %s + %s | %s / %s | %s / %s | %s | %s / %s | %s / %s | %s / %s |" % (
+        out.append("| %d | %s + %s | %s / %s | %s / %s | %s | %s / %s (%s) | %s / %s | %s / %s |" % (
             n, g(r or d, "real_kreflects"), g(r or d, "raw_watches"),
             g(d, "upstream_requests"), g(r, "upstream_requests"), g(d, "upstream_bytes"), g(r, "upstream_bytes"),
             "%s (%s / %s)" % (g(r, "relay_cpu_us_per_event_watcher"), g(r, "relay_user_ms"), g(r, "relay_sys_ms")),
-            g(r, "relay_vmhwm_kb"), g(r, "relay_rssanon_kb"),
+            g(r, "relay_vmhwm_kb"), g(r, "relay_rssanon_kb"), g(r, "relay_idle_rssanon_kb"),
             g(d, "latency_median_ms"), g(d, "latency_max_ms"), g(r, "latency_median_ms"), g(r, "latency_max_ms")))
     bu = [r for r in rows if r.get("burst")]
     if bu:
@@ -379,8 +384,8 @@ def table(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kreflect", default=os.path.join(ROOT, "build", "kreflect"))
-    ap.add_argument("--relay", default=os.path.join(ROOT, "build", "x86_64-fanout", "kreflect"))
-    ap.add_argument("--relay-max-conns", type=int, default=600, help="the relay build's KR_SERVE_MAX_CONNS")
+    ap.add_argument("--relay", default=os.path.join(ROOT, "build", "kreflect"))
+    ap.add_argument("--relay-max-conns", type=int, default=512, help="the relay build's KR_SERVE_MAX_CONNS")
     ap.add_argument("--sizes", default="1,10,100,500")
     ap.add_argument("--real", type=int, default=100, help="real kreflect watchers at most (the rest raw)")
     ap.add_argument("--changes", type=int, default=30)
@@ -394,12 +399,12 @@ def main():
     ap.add_argument("--token-file")
     ap.add_argument("--tls", action="store_true",
                     help="the relay serves TLS (the test server's certificate, its token); its kreflect "
-                         "watchers connect with its CA and token. At most KR_SERVE_TLS_CONNS (16) sessions "
-                         "in a default build: raw watchers are plain HTTP only")
+                         "watchers connect with its CA and token; raw watchers are plain HTTP only, so "
+                         "--tls takes at most --real watchers")
     a = ap.parse_args()
     a.relay_tls = ()
-    if a.tls and any(int(x) > min(a.real, 16) for x in a.sizes.split(",")):
-        sys.exit("fanout: --tls takes at most 16 watchers, all kreflects (KR_SERVE_TLS_CONNS sessions)")
+    if a.tls and any(int(x) > a.real for x in a.sizes.split(",")):
+        sys.exit("fanout: --tls takes at most --real (%d) watchers, all kreflects" % a.real)
     for b in (a.kreflect, a.relay):
         if not os.access(b, os.X_OK):
             sys.exit("fanout: %s is missing: make bench-fanout builds it" % b)

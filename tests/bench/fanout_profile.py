@@ -2,7 +2,7 @@
 """Where the relay's instructions go before many watchers (tests/bench/README.md "Fan-out").
 
     python3 tests/bench/fanout_profile.py [--watchers 500] [--changes 50]
-                                          [--relay build/x86_64-fanout/kreflect.unstripped]
+                                          [--relay build/x86_64/kreflect.unstripped]
 
 The fan-out bench's set-up once (tests/bench/fanout.py): the test API server over plain
 HTTP with 100 ConfigMaps, the relay kreflect under callgrind, min(W, 100) downstream
@@ -32,7 +32,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--watchers", type=int, default=500)
     ap.add_argument("--changes", type=int, default=50)
-    ap.add_argument("--relay", default=os.path.join(ROOT, "build", "x86_64-fanout", "kreflect.unstripped"))
+    ap.add_argument("--relay", default=os.path.join(ROOT, "build", "x86_64", "kreflect.unstripped"))
     ap.add_argument("--kreflect", default=os.path.join(ROOT, "build", "kreflect"))
     ap.add_argument("--top", type=int, default=12)
     a = ap.parse_args()
@@ -46,7 +46,7 @@ def main():
             out = os.path.join(wd, "callgrind.out")
             relay = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, a.relay,
                                       "--server", srv.ready["server"], "-o", "none", "--listen",
-                                      "127.0.0.1:%d" % port, "--listen-max-conns", "600", "configmaps"],
+                                      "127.0.0.1:%d" % port, "configmaps"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             w = fanout.Watchers()
             try:

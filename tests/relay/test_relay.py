@@ -5,8 +5,8 @@ kreflect -> N downstream kreflects, kubectl -w and client-go's Reflector.
     python3 tests/relay/test_relay.py [--kreflect build/kreflect] [--downstreams 50] [--tls]
 
 With --tls both relays serve TLS (the test server's certificate and token) and every
-link below relay1 is TLS with that CA and token; a relay holds KR_SERVE_TLS_CONNS (16)
-TLS sessions in a default build, so --tls takes at most 14 downstreams.
+link below relay1 is TLS with that CA and token; a relay holds KR_SERVE_TLS_CONNS (512)
+TLS sessions in a default build, so --tls takes at most 510 downstreams.
 
 Links between levels go through small TCP proxies this script can cut. Faults, one after
 the other, each followed by changes at the upstream: a link cut at each level, the
@@ -391,8 +391,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--tls", action="store_true", help="TLS (with the CA and token) below relay1")
     a = ap.parse_args()
-    if a.tls and a.downstreams > 14:
-        ap.error("--tls takes at most 14 downstreams: a relay holds 16 TLS sessions (KR_SERVE_TLS_CONNS), "
+    if a.tls and a.downstreams > 510:
+        ap.error("--tls takes at most 510 downstreams: a relay holds 512 TLS sessions (KR_SERVE_TLS_CONNS), "
                  "and kubectl and client-go take two")
     t0 = time.monotonic()
     for need, how in ((a.kreflect, "make build/kreflect"), (KUBECTL, "make peers-deps"), (CLIENT_GO, "make peers")):

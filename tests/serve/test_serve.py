@@ -806,8 +806,63 @@ def t_conn_bound(s):
     # a partial head is held until then, and others are served meanwhile.
     c = socket.create_connection(("127.0.0.1", lo.port))
     c.sendall(b"GET /hea")
-    check(lo.req("/healthz")[0] == 200, "served beside a partial head")
+    # (The client's close of the last /metrics connection may reach the relay just after
+    # this connection: kept alive, it holds its slot until then.)
+    wait_until(lambda: lo.req("/healthz")[0] == 200, 5, "served beside a partial head")
     c.close()
+
+
+def rss_anon_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    return -1
+
+
+@scenario("ServeDefaultConnections", 15)
+def t_default_conns(s):
+    """The stock build serves KR_SERVE_MAX_CONNS (512) connections at once and the next gets
+    the 503 Status; slots never taken cost no RAM: idle, the relay holds no more than with one
+    slot (the bound was 64 when start-up wrote a page of every slot)."""
+    out = subprocess.run([e2e.BIN, "--help"], capture_output=True, text=True).stdout
+    m = re.search(r"--listen-max-conns N +local connections at once \(default and most: (\d+)\)", out)
+    check(m, "--help names the connection bound")
+    most = int(m.group(1))
+    check(most >= 512, "the stock build serves at least 512 connections, not %d" % most)
+    s.server()
+    s.create("cm-1")
+    lo = Local(s)
+    one = Local(s, "--listen-max-conns", "1")
+    time.sleep(0.3)
+    idle, idle_one = rss_anon_kb(lo.kr.proc.pid), rss_anon_kb(one.kr.proc.pid)
+    # Against the same binary with one slot (so a sanitizer's own memory cancels out): one
+    # page per slot would be 2 MB more.
+    check(idle > 0 and idle_one > 0 and idle - idle_one < 256,
+          "idle RssAnon %d kB with %d slots, %d kB with 1: idle slots cost RAM" % (idle, most, idle_one))
+    held = []
+    try:
+        for _ in range(most):
+            held.append(socket.create_connection(("127.0.0.1", lo.port), timeout=10))
+        for c in held:
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        for i, c in enumerate(held):
+            got = b""
+            while b"\r\n\r\nok" not in got:
+                b = c.recv(4096)
+                check(b, "connection %d closed before its answer: %r" % (i, got[:100]))
+                got += b
+            check(got.startswith(b"HTTP/1.1 200 "), "connection %d: %r" % (i, got[:100]))
+        out = lo.raw(b"")
+        check(out.startswith(b"HTTP/1.1 503 ") and b"too many local connections" in out,
+              "connection %d: %r" % (most + 1, out[:160]))
+        # HTTP/1.1 keeps the connection: a second request on one is answered too.
+        held[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(held[0].recv(4096).startswith(b"HTTP/1.1 200 "), "a second request on a kept connection")
+    finally:
+        for c in held:
+            c.close()
+    wait_until(lambda: lo.req("/healthz")[0] == 200, 5, "a connection once the others closed")
 
 
 @scenario("ServeUnixSocketAndToken", 8)
@@ -858,7 +913,7 @@ def t_unix_token(s):
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
 
 
-@scenario("ServeListResourceVersions", 6)
+@scenario("ServeListResourceVersions", 12)
 def t_list_rvs(s):
     """resourceVersion and resourceVersionMatch on lists, as the kube-apiserver answers them."""
     s.server()
@@ -892,6 +947,97 @@ def t_list_rvs(s):
     expect("?resourceVersion=0&resourceVersionMatch=Exact", 422, "Invalid", "forbidden for resourceVersion \"0\"")
     expect("?resourceVersionMatch=NotOlderThan", 422, "Invalid", "forbidden unless resourceVersion is provided")
     expect("?resourceVersion=1&resourceVersionMatch=Newest", 422, "Invalid", "Unsupported value: \"Newest\"")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def too_large(stt, rv, cur):
+    """The kube-apiserver's 504 for a resourceVersion its cache did not reach in 3 s."""
+    check(stt["code"] == 504 and stt["reason"] == "Timeout" and
+          stt["message"] == "Timeout: Too large resource version: %s, current: %s" % (rv, cur), "504: %s" % stt)
+    d = stt.get("details") or {}
+    check(d.get("retryAfterSeconds") == 1 and
+          d.get("causes") == [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+          "504 details: %s" % stt)
+
+
+@scenario("ServeFutureResourceVersion", 16)
+def t_future_rv(s):
+    """A list (NotOlderThan) or a watch from a resourceVersion newer than the mirror's waits
+    up to 3 s for the mirror to reach it, then is the kube-apiserver's 504, with no busy loop."""
+    s.server()
+    s.create("cm-a")
+    s.create("cm-b")
+    lo = Local(s)
+    cur = s.rv()
+    wait_until(lambda: lo.json(NS)["metadata"]["resourceVersion"] == cur, 5, "the mirror at the server's version")
+
+    # Reached while waiting: the list answers at once, at the new version.
+    nxt = str(int(cur) + 1)
+    c = http.client.HTTPConnection("127.0.0.1", lo.port, timeout=10)
+    t0 = time.monotonic()
+    c.request("GET", NS + "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % nxt)
+    time.sleep(0.5)
+    s.update("cm-a", {"k": "1"})
+    r = c.getresponse()
+    body = r.read()
+    took = time.monotonic() - t0
+    c.close()
+    check(r.status == 200, "list of the next version: %d %s" % (r.status, body[:200]))
+    lst = json.loads(body)
+    check(lst["metadata"]["resourceVersion"] == nxt and names_rvs(lst["items"])["cm-a"] == nxt,
+          "list at %s: %s" % (nxt, lst["metadata"]))
+    check(0.4 < took < 2.5, "the list waited for the change, not for the deadline: %.2f s" % took)
+
+    # Not reached: 504 after 3 s, and the relay slept meanwhile.
+    newer = str(int(nxt) + 1000)
+    cpu0 = cpu_seconds(lo.kr.proc.pid)
+    t0 = time.monotonic()
+    st, _, body = lo.req(NS + "?resourceVersion=%s&resourceVersionMatch=NotOlderThan" % newer)
+    took = time.monotonic() - t0
+    check(st == 504, "list of a version never reached: %d %s" % (st, body[:200]))
+    too_large(status_of(body), newer, nxt)
+    check(2.8 < took < 5, "the 504 after 3 s: %.2f s" % took)
+    check(cpu_seconds(lo.kr.proc.pid) - cpu0 < 0.3, "the wait costs no CPU (no busy loop)")
+    # Exact of a newer version cannot wait for anything: 504 at once.
+    t0 = time.monotonic()
+    st, _, body = lo.req(NS + "?resourceVersion=%s&resourceVersionMatch=Exact" % newer)
+    check(st == 504 and time.monotonic() - t0 < 1, "Exact of a newer version: %d" % st)
+    too_large(status_of(body), newer, nxt)
+
+    # A watch from the next version, reached while it waits: the events after it, not it.
+    base = s.rv()
+    want = str(int(base) + 1)
+    c = http.client.HTTPConnection("127.0.0.1", lo.port, timeout=10)
+    c.request("GET", NS + "?watch=1&resourceVersion=%s" % want)
+    time.sleep(0.5)
+    s.update("cm-a", {"k": "2"})     # at `want`: not sent
+    s.update("cm-b", {"k": "2"})     # after it: sent
+    r = c.getresponse()
+    check(r.status == 200, "watch from the next version: %d" % r.status)
+    ev = next_event(r)
+    check(ev["type"] == "MODIFIED" and ev["object"]["metadata"]["name"] == "cm-b" and
+          ev["object"]["metadata"]["resourceVersion"] == str(int(want) + 1), "watch from %s saw %s" % (want, ev))
+    c.close()
+
+    # A watch from a version never reached: a 200 stream whose one event is the 504, after 3 s.
+    cur = s.rv()
+    newer = str(int(cur) + 1000)
+    t0 = time.monotonic()
+    c, r = lo.watch("resourceVersion=%s&allowWatchBookmarks=true" % newer)
+    ev = next_event(r)
+    took = time.monotonic() - t0
+    check(ev["type"] == "ERROR", "watch of a version never reached: %s" % ev)
+    too_large(ev["object"], newer, cur)
+    check(2.8 < took < 5, "the watch's 504 after 3 s: %.2f s" % took)
+    check(r.readline() == b"", "the stream ends after the 504")
+    c.close()
+    # The slot was given back: the endpoint still answers.
+    lo.json(NS)
 
 
 # ---------------------------------------------------------------------------- TLS on --listen
@@ -1053,13 +1199,21 @@ def t_tls_client_go(s):
 
 @scenario("ServeTLSSessionsBound", 12)
 def t_tls_bound(s):
-    """More TLS sessions than KR_SERVE_TLS_CONNS: refused with a log line; the others go on."""
+    """More TLS sessions than --listen-tls-sessions: the next is answered 503 and the one after
+    closed, each with a log line; the others go on. The flag takes 1 to the build's most, which
+    --print-budget names."""
+    most = CAPACITY_TLS()
+    for bad in ("0", str(most + 1), "x"):
+        r = subprocess.run([e2e.BIN, "--server", "http://127.0.0.1:1", "--listen", "127.0.0.1:0",
+                            "--listen-tls-sessions", bad, "configmaps"], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2 and "--listen-tls-sessions must be 1 to %d (KR_SERVE_TLS_CONNS), not '%s'"
+              % (most, bad) in r.stderr, "--listen-tls-sessions %s: %d %s" % (bad, r.returncode, r.stderr))
     s.server()
     s.create("cm-1")
     wd = s.srv.workdir
     ca = os.path.join(wd, "ca.crt")
-    kr, port = tls_relay(s)
-    n = CAPACITY_TLS(kr)
+    n = 5
+    kr, port = tls_relay(s, "--listen-tls-sessions", str(n))
     tok = token_of(s)
     socks = []
     try:
@@ -1068,10 +1222,10 @@ def t_tls_bound(s):
                                                  server_hostname="127.0.0.1"))
         # The next one is answered with the apiserver's 503 Status over TLS, as a client can read it...
         st, body, _ = tls_get(port, tls_ctx(ca), "/healthz", tok)
-        check(st == 503 and status_of(body)["reason"] == "ServiceUnavailable" and "KR_SERVE_TLS_CONNS"
-              in status_of(body)["message"], "session %d: %d %s" % (n + 1, st, body[:200]))
-        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use (answered 503)"
-                   in kr.stderr(), 5, "the refusal's log line")
+        check(st == 503 and status_of(body)["reason"] == "ServiceUnavailable" and
+              "--listen-tls-sessions %d" % n in status_of(body)["message"], "session %d: %d %s" % (n + 1, st, body[:200]))
+        wait_until(lambda: "TLS connection refused: all %d --listen-tls-sessions sessions are in use (answered 503)"
+                   % n in kr.stderr(), 5, "the refusal's log line")
         # ...and while that one is taken (a client that never finishes its handshake), one more is
         # closed (no memory for a Status), with a line.
         held = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -1082,8 +1236,8 @@ def t_tls_bound(s):
         except (ssl.SSLError, ConnectionError, http.client.HTTPException):
             pass
         held.close()
-        wait_until(lambda: "TLS connection refused: all KR_SERVE_TLS_CONNS sessions are in use\n" in kr.stderr(), 5,
-                   "the close's log line")
+        wait_until(lambda: "TLS connection refused: all --listen-tls-sessions sessions are in use\n" in kr.stderr(),
+                   5, "the close's log line")
         # The open sessions still work.
         socks[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
         check(socks[0].recv(100).startswith(b"HTTP/1.1 200"), "an open session stopped working")
@@ -1100,7 +1254,7 @@ def tls_ok(port, ca, tok):
         return False
 
 
-def CAPACITY_TLS(kr):
+def CAPACITY_TLS():
     out = subprocess.run([e2e.BIN, "--print-budget"], capture_output=True, text=True).stdout
     m = re.search(r"listen-tls.*?(\d+) sessions", out)
     check(m, "--print-budget names no TLS sessions: %s" % out[-400:])
