@@ -820,8 +820,10 @@ def t_unix_token(s):
     with open(tok + ".new", "w") as f:
         f.write("second-token\n")
     os.rename(tok + ".new", tok)
+    # The file is looked at every 10 s (at a request, an accept, or the tick while watches are open).
+    wait_until(lambda: lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, 15,
+               "the new token in use")
     check(lo.req("/healthz", headers={"Authorization": "Bearer first-token"})[0] == 401, "rotated out")
-    check(lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, "rotated in")
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
 
 
@@ -1127,24 +1129,34 @@ def write(path, text):
     return path
 
 
+class IdentityRelay:
+    """On the scenario's test API server, cm-1 in default and cm-o in other, and a relay over TLS
+    with TOKENS, ACCESS and the test CA's client certificates (CN kreflect-test), every namespace."""
+
+    def __init__(self, s, *extra, resources=("configmaps",)):
+        s.create("cm-1")
+        s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
+        wd = s.srv.workdir
+        ca = os.path.join(wd, "ca.crt")
+        self.tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
+        self.access = write(os.path.join(s.dir, "access"), ACCESS)
+        self.port = free_port()
+        self.kr = s.kreflect("--listen", "127.0.0.1:%d" % self.port, "--listen-cert-file",
+                             os.path.join(wd, "server.crt"), "--listen-key-file", os.path.join(wd, "server.key"),
+                             "--listen-client-ca-file", ca, "--listen-token-file", self.tokens,
+                             "--listen-access-file", self.access, "-A", *extra, resources=resources, name="relay")
+        self.kr.wait_synced(len(resources))
+        self.ctx = tls_ctx(ca)
+        self.cert = tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key"))
+
+
 @scenario("ServeIdentitiesAndScope", 14)
 def t_identities(s):
     s.server()
-    s.create("cm-1")
-    s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
     s.ctl.create("secrets", "default", "s1", data={"k": "dg=="})
-    wd = s.srv.workdir
-    ca = os.path.join(wd, "ca.crt")
-    tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
-    access = write(os.path.join(s.dir, "access"), ACCESS)
-    port = free_port()
-    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", os.path.join(wd, "server.crt"),
-                    "--listen-key-file", os.path.join(wd, "server.key"), "--listen-client-ca-file", ca,
-                    "--listen-token-file", tokens, "--listen-access-file", access, "--serve-secrets", "-A",
-                    resources=("configmaps", "secrets"), name="relay")
-    kr.wait_synced(2)
-    ctx = tls_ctx(ca)
-    cert = tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key"))
+    ir = IdentityRelay(s, "--serve-secrets", resources=("configmaps", "secrets"))
+    kr, port, ctx, cert, tokens = ir.kr, ir.port, ir.ctx, ir.cert, ir.tokens
+    ca = os.path.join(s.srv.workdir, "ca.crt")
 
     def expect(path, token, code, msg=None, c=ctx):
         st, body, _ = tls_get(port, c, path, token)
@@ -1189,16 +1201,107 @@ def t_identities(s):
                            capture_output=True, text=True, timeout=30, env={"HOME": s.dir, "PATH": "/usr/bin:/bin"})
         check(r.returncode != 0 and 'Error from server (Forbidden): configmaps is forbidden: User "device-a"'
               in r.stderr, "kubectl: %s" % r.stderr[-300:])
-    # A new identity in the file works at once; a broken file keeps the ones in use, said once.
+    # A new identity in the file works within 10 s (the files are looked at that often); a broken
+    # file keeps the ones in use, said in words (ServeIdentityFilesReload: only once).
     write(tokens, TOKENS + "tok-c,device-a\n")
-    expect(cms, "tok-c", 200)
+    wait_until(lambda: tls_get(port, ctx, cms, "tok-c")[0] == 200, 15, "the new identity in use")
     write(tokens, TOKENS + "tok-c,\n")
-    expect(cms, "tok-c", 200)
+    wait_until(lambda: tls_get(port, ctx, cms, "tok-c")[0] == 200 and "keeping the identities in use" in kr.stderr(),
+               15, "the broken token file said")
     expect(cms, "tok-c", 200)
     check(kr.stderr().count("keeping the identities in use") == 1 and "line 5: the user is empty" in kr.stderr(),
           "the broken token file: %s" % kr.stderr_tail())
     for t in ("tok-a", "tok-b", "tok-c", "tok-r"):
         check(t not in kr.stderr(), "a token in the log")
+
+
+def tls_watch(port, ctx, path, token=None, timeout=20):
+    """A watch over TLS: (connection, response) once its 200 head is read."""
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+    c.request("GET", path, headers={"Authorization": "Bearer " + token} if token else {})
+    r = c.getresponse()
+    if r.status != 200:
+        raise Fail("watch %s: status %d: %s" % (path, r.status, r.read()[:200]))
+    return c, r
+
+
+def events_until(r, pred, what):
+    """Watch events read until pred(event); Fail if the stream ends first or stays silent too long."""
+    got = []
+    while True:
+        try:
+            line = r.readline()
+        except (socket.timeout, TimeoutError):
+            raise Fail("%s: nothing for the socket's timeout; saw %s" % (what, [e.get("type") for e in got]))
+        check(line, "%s: the watch ended; saw %s" % (what, got[-3:]))
+        ev = json.loads(line)
+        got.append(ev)
+        if pred(ev):
+            return ev
+
+
+@scenario("ServeIdentityFilesReload", 40)
+def t_identity_reload(s):
+    """The token and access files are looked at every 10 s, as the TLS files are: a bad new file is said
+    once in words and the rules in use stay; a good one is used for the requests after, and the watches
+    open whose identity lost access end at once with the ERROR event of the Status that identity's new
+    request gets (403, or 401 for a token no longer in the file). No request is made meanwhile: the
+    tick, not a client, finds the change."""
+    s.server()
+    ir = IdentityRelay(s)
+    kr, port, ctx, cert, tokens, access = ir.kr, ir.port, ir.ctx, ir.cert, ir.tokens, ir.access
+    cms = "/api/v1/namespaces/default/configmaps"
+    w = "?watch=1&resourceVersion=0"
+    watches = {"device-a": tls_watch(port, ctx, cms + w, "tok-a"),
+               "relay-2": tls_watch(port, ctx, "/api/v1/configmaps" + w, "tok-r"),
+               "kreflect-test": tls_watch(port, cert, cms + w)}
+    for who, (_, r) in watches.items():
+        events_until(r, lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-1",
+                     "%s's initial ADDED" % who)
+    # A bad access file: said once in words, the rules in use stay, the watches go on.
+    write(access, "device-a default\n")
+    wait_until(lambda: "listen: keeping the access rules in use: %s: line 1: not: user namespaces resources"
+               % access in kr.stderr(), 15, "the bad access file said")
+    s.create("cm-2")
+    for who, (_, r) in watches.items():
+        events_until(r, lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-2",
+                     "%s after the bad access file" % who)
+    check(tls_get(port, ctx, cms, "tok-a")[0] == 200, "device-a lost access with a bad access file")
+    # device-a keeps only "other"; relay-2's token leaves the token file; the certificate's CN keeps "default".
+    t0 = time.monotonic()
+    write(access, ACCESS.replace("device-a        default ", "device-a        other   "))
+    write(tokens, TOKENS.replace('tok-r,relay-2,3,"site,relays"\n', ""))
+    ev = events_until(watches["device-a"][1], lambda e: e["type"] == "ERROR", "device-a's watch")
+    took = time.monotonic() - t0
+    check(ev["object"] == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                           "message": 'configmaps is forbidden: User "device-a" cannot watch resource '
+                           '"configmaps" in API group "" in the namespace "default"', "reason": "Forbidden",
+                           "code": 403}, "device-a's ERROR: %s" % ev)
+    check(took < e2e.late(12), "device-a's watch ended %.1f s after the change (the files are looked at every "
+          "10 s)" % took)
+    check(watches["device-a"][1].readline() == b"", "device-a's watch went on after its ERROR event")
+    ev = events_until(watches["relay-2"][1], lambda e: e["type"] == "ERROR", "relay-2's watch")
+    check(ev["object"]["code"] == 401 and ev["object"]["reason"] == "Unauthorized", "relay-2's ERROR: %s" % ev)
+    check(watches["relay-2"][1].readline() == b"", "relay-2's watch went on after its ERROR event")
+    # The one still allowed goes on; the new rules answer the requests after.
+    s.create("cm-3")
+    events_until(watches["kreflect-test"][1],
+                 lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-3",
+                 "the certificate's watch after the change")
+    st, body, _ = tls_get(port, ctx, cms + w, "tok-a")
+    check(st == 403 and status_of(body)["message"].startswith('configmaps is forbidden: User "device-a"'),
+          "device-a's new watch: %d %s" % (st, body[:200]))
+    check(tls_get(port, ctx, "/api/v1/namespaces/other/configmaps", "tok-a")[0] == 200, "device-a in other")
+    check(tls_get(port, ctx, cms, "tok-r")[0] == 401, "relay-2's removed token")
+    err = kr.stderr()
+    check('listen: a watch of configmaps by "device-a" ended (403): the access file no longer allows it' in err
+          and 'listen: a watch of configmaps by "relay-2" ended (401): its token is no longer in the token file'
+          in err, "the ends' log lines: %s" % kr.stderr_tail())
+    check(err.count("keeping the access rules in use") == 1, "the bad access file was said more than once")
+    for t in ("tok-a", "tok-b", "tok-r"):
+        check(t not in err, "a token in the log")
+    for c, _ in watches.values():
+        c.close()
 
 
 @scenario("ServeIdentityFilesRefused", 6)
