@@ -11,7 +11,11 @@ checked: health and readiness (and the reasons readiness names), /metrics throug
 and paging against the server, watches (resume from a resourceVersion, bookmarks,
 410 for a forgotten one, a slow reader dropped while upstream keeps flowing), every
 error status, the unix socket's mode, the bearer token, the connection bound, and
-kubectl (build/deps/trixie/usr/bin/kubectl, or $KR_KUBECTL).
+kubectl (build/deps/trixie/usr/bin/kubectl, or $KR_KUBECTL). Over TLS: a downstream
+kreflect, client-go (build/peers), python3-kubernetes and @kubernetes/client-node
+(tests/serve/kube_python.py and kube_node.mjs, from a kubeconfig; make test-deps installs
+both), by token and by client certificate; identities and the access file, and both
+files changing under open watches.
 
 The last line is "N passed, N failed".
 """
@@ -34,6 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import test_e2e as e2e  # noqa: E402
 from test_e2e import Fail, check, wait_until  # noqa: E402
 from control import free_port  # noqa: E402
+from clients import Peer  # noqa: E402
 
 e2e.SCENARIOS = []
 scenario = e2e.scenario
@@ -1302,6 +1307,149 @@ def t_identity_reload(s):
         check(t not in err, "a token in the log")
     for c, _ in watches.values():
         c.close()
+
+
+# ------------------------------------------------------------- python3-kubernetes and client-node
+
+PY_CLIENT = os.path.join(HERE, "kube_python.py")
+NODE_CLIENT = os.path.join(HERE, "kube_node.mjs")
+# Where `make test-deps` installs @kubernetes/client-node (the version tests/bench/bench.py pins too).
+NODE_MODULES = os.environ.get("KR_NODE_MODULES") or os.path.join(ROOT, "build", "bench", "npm")
+NODE_CLIENT_VERSION = "1.4.0"
+
+
+class ClientProc(Peer):
+    """A client program printing JSON lines ({"op": ...}), read in order by Peer's thread."""
+
+    def __init__(self, s, name, argv):
+        super().__init__(name, argv, s.dir)
+        e2e.remember(self.proc)
+        self.err_path = os.path.join(s.dir, name + ".err")
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.lines)
+
+    def op(self, name, timeout=30):
+        def got():
+            return next((x for x in self.snapshot() if x["op"] == name), None)
+        try:
+            return wait_until(got, timeout, "%s: the %s line" % (self.name, name))
+        except Fail:
+            with open(self.err_path, "rb") as f:
+                raise Fail("%s: no %s line; stderr: %s" % (self.name, name, f.read()[-600:]))
+
+    def events(self):
+        return [x for x in self.snapshot() if x["op"] == "event"]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        e2e.forget(self.proc)
+
+
+def kubeconfig(path, port, ca, user):
+    """A kubeconfig for the relay (JSON is YAML): the relay's CA and user (a token or a certificate)."""
+    write(path, json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "relay",
+        "clusters": [{"name": "relay", "cluster": {"server": "https://127.0.0.1:%d" % port,
+                                                   "certificate-authority": ca}}],
+        "users": [{"name": "device", "user": user}],
+        "contexts": [{"name": "relay", "context": {"cluster": "relay", "user": "device", "namespace": "default"}}]}))
+    return path
+
+
+def default_objects(s):
+    """name -> resourceVersion of the server's ConfigMaps in default."""
+    return {k.split("/")[-1]: v for k, v in s.server_objects().items()}
+
+
+def real_clients(s, argv):
+    """python3-kubernetes or client-node (argv(kubeconfig) runs it) against a relay over TLS, from a
+    kubeconfig with the relay's CA: once by token (device-a), once by client certificate (kreflect-test).
+    Each is refused "other" with the apiserver's 403 Status (list and watch), lists "default" as the
+    server has it, sees MODIFIED/ADDED/DELETED with the server's resourceVersions and a BOOKMARK (it
+    asks for them); then device-a loses "default" in the access file and its watch ends with the
+    403 the client reports, while the certificate's goes on."""
+    s.server()
+    ir = IdentityRelay(s, "--listen-bookmark-interval", "1")
+    wd = s.srv.workdir
+    ca = os.path.join(wd, "ca.crt")
+    users = {"device-a": {"token": "tok-a"},
+             "kreflect-test": {"client-certificate": os.path.join(wd, "client.crt"),
+                               "client-key": os.path.join(wd, "client.key")}}
+    procs = {who: ClientProc(s, who, argv(kubeconfig(os.path.join(s.dir, who + ".kubeconfig"), ir.port, ca, u)))
+             for who, u in users.items()}
+    try:
+        want = default_objects(s)
+        for who, p in procs.items():
+            fl = p.op("forbidden-list")
+            check(fl["code"] == 403 and fl["status"] == {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden",
+                "code": 403, "message": 'configmaps is forbidden: User "%s" cannot list resource "configmaps" in '
+                'API group "" in the namespace "other"' % who}, "%s's forbidden list: %s" % (who, fl))
+            fw = p.op("forbidden-watch")
+            check(fw["code"] == 403 and ("status" not in fw or 'cannot watch resource "configmaps"'
+                                         in fw["status"]["message"]), "%s's forbidden watch: %s" % (who, fw))
+            lst = p.op("list")
+            check(lst["items"] == want, "%s's list: %s, the server has %s" % (who, lst["items"], want))
+        s.update("cm-1", {"k": "changed"})
+        s.create("new", {"k": "new"})
+        rvs = default_objects(s)
+        s.delete("new")
+        for who, p in procs.items():
+            def changes():
+                ev = [(e["type"], e.get("name")) for e in p.events() if e["type"] != "BOOKMARK"]
+                return ev if len(ev) >= 3 else None
+            got = wait_until(changes, 15, "%s's three events" % who)
+            check(got == [("MODIFIED", "cm-1"), ("ADDED", "new"), ("DELETED", "new")], "%s's events: %s" % (who, got))
+            ev = [e for e in p.events() if e["type"] != "BOOKMARK"]
+            check(ev[0]["resourceVersion"] == rvs["cm-1"] and ev[1]["resourceVersion"] == rvs["new"]
+                  and int(ev[2]["resourceVersion"]) > int(rvs["new"]), "%s's resourceVersions: %s, the server's %s"
+                  % (who, [e["resourceVersion"] for e in ev], rvs))
+            last = int(ev[2]["resourceVersion"])
+            wait_until(lambda: [e for e in p.events() if e["type"] == "BOOKMARK"
+                                and int(e["resourceVersion"]) >= last], 10, "%s's bookmark after the delete" % who)
+        # device-a may no longer read "default": its open watch ends with the 403 (within the 10 s the
+        # relay looks at the file in), as the client reports it; the certificate's watch goes on.
+        write(ir.access, ACCESS.replace("device-a        default ", "device-a        other   "))
+        msg = ('configmaps is forbidden: User "device-a" cannot watch resource "configmaps" in API group "" '
+               'in the namespace "default"')
+        end = procs["device-a"].op("end", 20)
+        errors = [e for e in procs["device-a"].events() if e["type"] == "ERROR"]
+        check(end["error"] == "403 Forbidden: " + msg or (end["error"] is None and errors and errors[0]["status"]["code"]
+                                                        == 403 and errors[0]["status"]["message"] == msg),
+              "device-a's watch after it lost access: %s, ERROR events %s" % (end, errors))
+        s.create("after")
+        wait_until(lambda: [e for e in procs["kreflect-test"].events() if e.get("name") == "after"], 10,
+                   "the certificate's watch going on")
+        check(not [x for x in procs["kreflect-test"].snapshot() if x["op"] == "end"], "the certificate's watch ended")
+    finally:
+        for p in procs.values():
+            p.stop()
+
+
+@scenario("ServeTLSPythonKubernetes", 25)
+def t_python_kubernetes(s):
+    """Debian's python3-kubernetes (make test-deps) against the relay: see real_clients."""
+    r = subprocess.run(["/usr/bin/python3", "-c", "import kubernetes; print(kubernetes.__version__)"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "python3-kubernetes is not installed (make test-deps): %s" % r.stderr[-300:])
+    real_clients(s, lambda kc: ["/usr/bin/python3", PY_CLIENT, kc, "default", "other"])
+
+
+@scenario("ServeTLSClientNode", 25)
+def t_client_node(s):
+    """@kubernetes/client-node (make test-deps installs it with npm) against the relay: see real_clients."""
+    pkg = os.path.join(NODE_MODULES, "node_modules", "@kubernetes", "client-node", "package.json")
+    check(os.path.exists(pkg), "@kubernetes/client-node is not installed in %s (make test-deps)" % NODE_MODULES)
+    with open(pkg) as f:
+        have = json.load(f).get("version")
+    check(have == NODE_CLIENT_VERSION, "client-node %s in %s, not %s (make test-deps)"
+          % (have, NODE_MODULES, NODE_CLIENT_VERSION))
+    check(shutil.which("node"), "no node on PATH (make test-deps)")
+    real_clients(s, lambda kc: ["node", NODE_CLIENT, NODE_MODULES, kc, "default", "other"])
 
 
 @scenario("ServeIdentityFilesRefused", 6)
