@@ -399,7 +399,8 @@ def main():
         if not check(os.access(need, os.X_OK), "%s is there (%s)" % (os.path.relpath(need, ROOT), how)):
             print("%d passed, %d failed" % (passed, failed))
             return 1
-    print("python3-kubernetes watchers: not part of this suite (see tests/relay/README.md)")
+    print("python3-kubernetes and client-node watchers: not part of this tree "
+          "(tests/serve tests them; see tests/relay/README.md)")
     workdir = tempfile.mkdtemp(prefix="kreflect-relay-")
     tree = Tree(a, workdir)
     try:
