@@ -2020,8 +2020,10 @@ static int identity_file_load(struct kr_serve *s, int rules, char *err, size_t e
 /*
  * After the token or access file changed: every open watch is asked again what
  * its request was asked, and one its identity may no longer make ends now, with
- * the ERROR event of the Status the request would get (401: its token is gone;
- * 403: the access file no longer lets it read what it watches).
+ * the ERROR event of the Status the request would get (401: its user is no
+ * longer in the token file; 403: the access file no longer lets it read what it
+ * watches). A token replaced by another of the same user is a rotation: that
+ * user's watches go on (ending them would make every downstream list again).
  */
 static void revoke(struct kr_serve *s)
 {
@@ -2040,10 +2042,10 @@ static void revoke(struct kr_serve *s)
 		if (s->need_token && !c->user[0]) {  /* by token: c->req still holds it */
 			const char *who = kr_tokens_user(&s->tokens, c->req.auth + 7, strlen(c->req.auth + 7));
 
-			if (!who)
-				code = 401;
-			else
+			if (who)
 				kr_snprintf(c->who, sizeof(c->who), "%s", who);
+			else if (!kr_tokens_have_user(&s->tokens, c->who))
+				code = 401;
 		}
 		if (code == 0 && !allowed(s, c, r, ns)) {
 			code = 403;
@@ -2052,7 +2054,7 @@ static void revoke(struct kr_serve *s)
 		if (code == 0)
 			continue;
 		kr_log(KR_LOG_INFO, "listen: a watch of %s by \"%s\" ended (%d): %s", r->name, c->who, code,
-		       code == 401 ? "its token is no longer in the token file"
+		       code == 401 ? "its user is no longer in the token file"
 				   : "the access file no longer allows it");
 		if (c->big) {
 			conn_close(c);         /* in the middle of an object: the close ends it */

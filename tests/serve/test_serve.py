@@ -1138,13 +1138,13 @@ class IdentityRelay:
     """On the scenario's test API server, cm-1 in default and cm-o in other, and a relay over TLS
     with TOKENS, ACCESS and the test CA's client certificates (CN kreflect-test), every namespace."""
 
-    def __init__(self, s, *extra, resources=("configmaps",)):
+    def __init__(self, s, *extra, resources=("configmaps",), access=ACCESS):
         s.create("cm-1")
         s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
         wd = s.srv.workdir
         ca = os.path.join(wd, "ca.crt")
         self.tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
-        self.access = write(os.path.join(s.dir, "access"), ACCESS)
+        self.access = write(os.path.join(s.dir, "access"), access)
         self.port = free_port()
         self.kr = s.kreflect("--listen", "127.0.0.1:%d" % self.port, "--listen-cert-file",
                              os.path.join(wd, "server.crt"), "--listen-key-file", os.path.join(wd, "server.key"),
@@ -1250,14 +1250,17 @@ def t_identity_reload(s):
     """The token and access files are looked at every 10 s, as the TLS files are: a bad new file is said
     once in words and the rules in use stay; a good one is used for the requests after, and the watches
     open whose identity lost access end at once with the ERROR event of the Status that identity's new
-    request gets (403, or 401 for a token no longer in the file). No request is made meanwhile: the
-    tick, not a client, finds the change."""
+    request gets (403, or 401 for a user no longer in the token file); a token replaced by another of
+    the same user (a rotation) leaves that user's watch open. No request is made meanwhile: the tick,
+    not a client, finds the change."""
     s.server()
-    ir = IdentityRelay(s)
+    access0 = ACCESS + "device-b        default        configmaps\n"
+    ir = IdentityRelay(s, access=access0)
     kr, port, ctx, cert, tokens, access = ir.kr, ir.port, ir.ctx, ir.cert, ir.tokens, ir.access
     cms = "/api/v1/namespaces/default/configmaps"
     w = "?watch=1&resourceVersion=0"
     watches = {"device-a": tls_watch(port, ctx, cms + w, "tok-a"),
+               "device-b": tls_watch(port, ctx, cms + w, "tok-b"),
                "relay-2": tls_watch(port, ctx, "/api/v1/configmaps" + w, "tok-r"),
                "kreflect-test": tls_watch(port, cert, cms + w)}
     for who, (_, r) in watches.items():
@@ -1272,10 +1275,11 @@ def t_identity_reload(s):
         events_until(r, lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-2",
                      "%s after the bad access file" % who)
     check(tls_get(port, ctx, cms, "tok-a")[0] == 200, "device-a lost access with a bad access file")
-    # device-a keeps only "other"; relay-2's token leaves the token file; the certificate's CN keeps "default".
+    # device-a keeps only "other"; device-b leaves the token file; relay-2 gets a new token in place of
+    # its old one; the certificate's CN keeps "default".
     t0 = time.monotonic()
-    write(access, ACCESS.replace("device-a        default ", "device-a        other   "))
-    write(tokens, TOKENS.replace('tok-r,relay-2,3,"site,relays"\n', ""))
+    write(access, access0.replace("device-a        default ", "device-a        other   "))
+    write(tokens, TOKENS.replace("tok-b,device-b\n", "").replace('tok-r,relay-2,3,"site,relays"', "tok-r2,relay-2"))
     ev = events_until(watches["device-a"][1], lambda e: e["type"] == "ERROR", "device-a's watch")
     took = time.monotonic() - t0
     check(ev["object"] == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -1285,23 +1289,26 @@ def t_identity_reload(s):
     check(took < e2e.late(12), "device-a's watch ended %.1f s after the change (the files are looked at every "
           "10 s)" % took)
     check(watches["device-a"][1].readline() == b"", "device-a's watch went on after its ERROR event")
-    ev = events_until(watches["relay-2"][1], lambda e: e["type"] == "ERROR", "relay-2's watch")
-    check(ev["object"]["code"] == 401 and ev["object"]["reason"] == "Unauthorized", "relay-2's ERROR: %s" % ev)
-    check(watches["relay-2"][1].readline() == b"", "relay-2's watch went on after its ERROR event")
-    # The one still allowed goes on; the new rules answer the requests after.
+    ev = events_until(watches["device-b"][1], lambda e: e["type"] == "ERROR", "device-b's watch")
+    check(ev["object"]["code"] == 401 and ev["object"]["reason"] == "Unauthorized", "device-b's ERROR: %s" % ev)
+    check(watches["device-b"][1].readline() == b"", "device-b's watch went on after its ERROR event")
+    # The ones still allowed go on, relay-2's across its token's rotation; the new rules answer the
+    # requests after.
     s.create("cm-3")
-    events_until(watches["kreflect-test"][1],
-                 lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-3",
-                 "the certificate's watch after the change")
+    for who in ("kreflect-test", "relay-2"):
+        events_until(watches[who][1], lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-3",
+                     "%s's watch after the change" % who)
     st, body, _ = tls_get(port, ctx, cms + w, "tok-a")
     check(st == 403 and status_of(body)["message"].startswith('configmaps is forbidden: User "device-a"'),
           "device-a's new watch: %d %s" % (st, body[:200]))
     check(tls_get(port, ctx, "/api/v1/namespaces/other/configmaps", "tok-a")[0] == 200, "device-a in other")
-    check(tls_get(port, ctx, cms, "tok-r")[0] == 401, "relay-2's removed token")
+    check(tls_get(port, ctx, cms, "tok-r")[0] == 401, "relay-2's old token")
+    check(tls_get(port, ctx, cms, "tok-b")[0] == 401, "device-b's removed token")
+    check(tls_get(port, ctx, "/api/v1/configmaps", "tok-r2")[0] == 200, "relay-2's new token")
     err = kr.stderr()
     check('listen: a watch of configmaps by "device-a" ended (403): the access file no longer allows it' in err
-          and 'listen: a watch of configmaps by "relay-2" ended (401): its token is no longer in the token file'
-          in err, "the ends' log lines: %s" % kr.stderr_tail())
+          and 'listen: a watch of configmaps by "device-b" ended (401): its user is no longer in the token file'
+          in err and err.count("listen: a watch of") == 2, "the ends' log lines: %s" % kr.stderr_tail())
     check(err.count("keeping the access rules in use") == 1, "the bad access file was said more than once")
     for t in ("tok-a", "tok-b", "tok-r"):
         check(t not in err, "a token in the log")
