@@ -4,7 +4,7 @@
 #   make             build/kreflect (x86_64, static, stripped)
 #   make install     PREFIX=/usr/local DESTDIR= TARGET=x86_64: binary, man page, header,
 #                    libraries, pkg-config file
-#   make test-deps   the test-only packages and the reference peers (make test runs it)
+#   make test-deps   the test-only packages, the reference peers and client-node (make test runs it)
 #   make cross       build/aarch64/kreflect and build/armv7/kreflect
 #   make test        every test suite: host, sanitizers, TLS proof, cross under qemu
 #   make realapi     fetch and build the real API server tests/realapi/ runs against
@@ -40,9 +40,10 @@ DEB_PACKAGES := musl-tools gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf \
 # its runtime (sanitizer builds), valgrind, cppcheck (lint), file, strace,
 # procps, curl, prometheus (promtool), python3-yaml and yamllint (k8s-sidecar
 # suite), groff-base and man-db (the man page check), systemd (systemd-analyze
-# verify of the example unit).
+# verify of the example unit), python3-kubernetes (the serve suite's client).
 TEST_DEB_PACKAGES := qemu-user clang libclang-rt-14-dev valgrind cppcheck file \
-	strace procps curl prometheus python3-yaml yamllint groff-base man-db systemd
+	strace procps curl prometheus python3-yaml yamllint groff-base man-db systemd \
+	python3-kubernetes
 DEPS := build/deps
 APT_DIR := $(DEPS)/apt
 # MBEDTLS_DIR=PATH on the command line: an mbedTLS 3.6 source tree already
@@ -495,7 +496,7 @@ deps: packages mbedtls-src
 
 # Only what the tests use: `make test` runs it first.
 .PHONY: test-deps test-packages
-test-deps: test-packages peers-deps
+test-deps: test-packages peers-deps client-node
 
 # $(call apt_install,PACKAGES): installs what is missing when root; otherwise
 # says exactly what to run.
@@ -857,14 +858,26 @@ soak: build/kreflect
 #                        kreflect --listen: converge with the server, keep reading without it
 #   make bench-serve     the reflector's events/s with 0 and with 50 local watchers
 
-.PHONY: serve-clients bench-serve serve-npm
+.PHONY: serve-clients bench-serve client-node
 
-serve-npm:
-	$(Q)test -f build/bench/npm/node_modules/@kubernetes/client-node/package.json || \
-	  { mkdir -p build/bench/npm && npm install --prefix build/bench/npm --no-audit --no-fund \
-	    --no-package-lock --save-exact --loglevel=error @kubernetes/client-node@1.4.0; }
+# @kubernetes/client-node from npm into build/bench/npm (the serve suite's and the bench's),
+# installed again when the version there is not CLIENT_NODE_VERSION; an install that
+# fails stops make.
+CLIENT_NODE_VERSION := 1.4.0
+CLIENT_NODE_DIR := build/bench/npm
+client-node:
+	$(Q)command -v node >/dev/null && command -v npm >/dev/null || \
+	  { echo "kreflect: the tests need node and npm (Debian: nodejs npm)" >&2; exit 1; }
+	$(Q)grep -qs '"version": "$(CLIENT_NODE_VERSION)"' \
+	    $(CLIENT_NODE_DIR)/node_modules/@kubernetes/client-node/package.json || \
+	  { echo "  NPM     @kubernetes/client-node@$(CLIENT_NODE_VERSION) -> $(CLIENT_NODE_DIR)"; \
+	    mkdir -p $(CLIENT_NODE_DIR) && npm install --prefix $(CLIENT_NODE_DIR) --no-audit --no-fund \
+	    --no-package-lock --save-exact --loglevel=error @kubernetes/client-node@$(CLIENT_NODE_VERSION) && \
+	    grep -qs '"version": "$(CLIENT_NODE_VERSION)"' \
+	      $(CLIENT_NODE_DIR)/node_modules/@kubernetes/client-node/package.json || \
+	    { echo "kreflect: npm did not install @kubernetes/client-node@$(CLIENT_NODE_VERSION)" >&2; exit 1; }; }
 
-serve-clients: bench-packages serve-npm build/kreflect
+serve-clients: bench-packages client-node build/kreflect
 	$(Q)python3 tests/serve/clients.py
 
 bench-serve: build/kreflect

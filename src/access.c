@@ -136,6 +136,16 @@ const char *kr_tokens_user(const struct kr_tokens *t, const char *token, size_t 
 	return who;
 }
 
+int kr_tokens_have_user(const struct kr_tokens *t, const char *user)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->buf + t->user[i], user) == 0)
+			return 1;
+	return 0;
+}
+
 /* A comma list of names (chars: lower-case letters, digits, '-', '.'), or "*". */
 static int name_list(const char *p, size_t n)
 {

@@ -62,6 +62,12 @@ int kr_tokens_parse(struct kr_tokens *t, const char *text, size_t len, char *err
  */
 const char *kr_tokens_user(const struct kr_tokens *t, const char *token, size_t len);
 
+/*
+ * Nonzero if some token of t belongs to user ("" for the shared token): a token
+ * replaced by another of the same user is a rotation, not a user cut off.
+ */
+int kr_tokens_have_user(const struct kr_tokens *t, const char *user);
+
 /* Parses an access file's text[0..len). Returns 0, or KR_EINVAL / KR_ETOOBIG with "line N: why". */
 int kr_rules_parse(struct kr_rules *r, const char *text, size_t len, char *err, size_t errlen);
 

@@ -19,6 +19,8 @@
 #define STATUS_MAX 1024                /* a Status or small JSON document */
 /* Room kept free in a watcher's buffer for the Status that drops it. */
 #define DROP_ROOM 512
+/* How often the TLS, token and access files are looked at for a change. */
+#define FILES_RECHECK_MS 10000
 
 /* --- the history ring ------------------------------------------------------------- */
 
@@ -296,8 +298,6 @@ static int put_text_chunk(struct kr_serve_conn *c, const char *text)
 #if KR_WITH_LISTEN_TLS
 /* The certificate, key and client CA files, read one after the other. */
 static unsigned char tls_pem[KR_PEM_MAX];
-/* How often the files are looked at for a rotation (at an accept). */
-#define TLS_RECHECK_MS 10000
 
 /* Reads one file into tls_pem at *used, NUL-terminated. Returns its length or a KR_E code. */
 static long pem_read(const char *path, size_t *used)
@@ -361,16 +361,14 @@ static int tls_load(struct kr_serve *s, int slot, int force, char *err, size_t e
 	return r < 0 ? r : 1;
 }
 
-/* At most every TLS_RECHECK_MS: new files take effect for the connections after. */
+/* From files_recheck: new files take effect for the connections after. */
 static void tls_recheck(struct kr_serve *s)
 {
-	kr_ms_t now = kr_port_now_ms();
 	char err[256];
 	int other = 1 - s->tls_cur, r;
 
-	if (now - s->tls_checked < TLS_RECHECK_MS || s->tls_users[other] > 0)
-		return;                /* too soon, or sessions still use the other slot */
-	s->tls_checked = now;
+	if (s->tls_users[other] > 0)
+		return;                /* sessions still use the other slot: the next look */
 	r = tls_load(s, other, 0, err, sizeof(err));
 	if (r < 0) {
 		kr_log(KR_LOG_WARN, "listen: keeping the TLS certificate in use: %s", err);
@@ -1302,7 +1300,9 @@ static int put_bookmark(struct kr_serve_conn *c, int initial_end)
 	return put_text_chunk(c, ev);
 }
 
-/* The watcher fell behind the ring: an ERROR event like the kube-apiserver's, then the end. */
+/* The watch ends with an ERROR event of a Status like the kube-apiserver's: 410 when
+ * the watcher fell behind the ring (count: it is counted as dropped), 401 or 403
+ * when its identity lost access. */
 static void drop_watcher(struct kr_serve_conn *c, int code, const char *why, int count)
 {
 	char body[STATUS_MAX], ev[STATUS_MAX + 64];
@@ -1850,6 +1850,24 @@ static int list_rv_ok(struct kr_serve_conn *c, int ri, const char *rv)
 	return 0;
 }
 
+/* Nonzero if the access file lets c's identity read resource r in ns (NULL = every namespace). */
+static int allowed(const struct kr_serve *s, const struct kr_serve_conn *c, const struct kr_resource *r,
+		   const char *ns)
+{
+	return !s->have_rules || kr_rules_allow(&s->rules, c->who, ns, r->plural, r->name,
+						!r->group[0] && strcmp(r->plural, "secrets") == 0);
+}
+
+/* The kube-apiserver's words for an RBAC refusal of verb on r (name: a get's object). */
+static void forbidden_text(char *msg, size_t n, const char *who, const char *verb, const struct kr_resource *r,
+			   const char *ns, const char *name)
+{
+	kr_snprintf(msg, n, "%s%s%s%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group "
+		    "\"%s\" %s%s%s", r->plural, name ? " \"" : "", name ? name : "", name ? "\"" : "",
+		    who, verb, r->plural, r->group, ns ? "in the namespace \"" : "at the cluster scope",
+		    ns ? ns : "", ns ? "\"" : "");
+}
+
 static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, const char *name)
 {
 	struct kr_serve *s = c->srv;
@@ -1864,15 +1882,12 @@ static void serve_collection(struct kr_serve_conn *c, int ri, const char *ns, co
 			       r->name);
 		return;
 	}
-	if (s->have_rules && !kr_rules_allow(&s->rules, c->who, ns, r->plural, r->name,
-					     !r->group[0] && strcmp(r->plural, "secrets") == 0)) {
-		/* The kube-apiserver's words for an RBAC refusal. */
-		const char *verb = name ? "get" : param_true(t, "watch") ? "watch" : "list";
+	if (!allowed(s, c, r, ns)) {
+		char msg[512];
 
-		respond_status(c, 403, "%s%s%s%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group "
-			       "\"%s\" %s%s%s", r->plural, name ? " \"" : "", name ? name : "", name ? "\"" : "",
-			       c->who, verb, r->plural, r->group, ns ? "in the namespace \"" : "at the cluster scope",
-			       ns ? ns : "", ns ? "\"" : "");
+		forbidden_text(msg, sizeof(msg), c->who, name ? "get" : param_true(t, "watch") ? "watch" : "list",
+			       r, ns, name);
+		respond_status(c, 403, "%s", msg);
 		s->forbidden++;
 		return;
 	}
@@ -2124,39 +2139,144 @@ static int split(char *path, char **seg, int max)
 	return n;
 }
 
+/* A file that cannot be read: said once, not at every look (its sum, until it can be). */
+#define SUM_UNREADABLE 0xffffffffu
+
 /*
- * Reads the token file into s->tokens when its bytes changed. Returns 0, or
- * a KR_E code with the reason in err (the identities in use stay).
+ * Reads the token file (rules 0) or the access file (rules 1) and, when its
+ * bytes changed, parses it into s->next and only then puts it in use. Returns
+ * 1 replaced, 0 unchanged (or a failure already said), or a KR_E code with the
+ * reason in err: the file in use stays.
  */
-static int tokens_load(struct kr_serve *s, char *err, size_t errlen)
+static int identity_file_load(struct kr_serve *s, int rules, char *err, size_t errlen)
 {
-	long n = kr_port_read_file(s->opts.token_file, s->file_raw, sizeof(s->file_raw));
-	uint32_t sum;
+	const char *path = rules ? s->opts.access_file : s->opts.token_file;
+	uint32_t *sum = rules ? &s->rules_sum : &s->tokens_sum;
+	int have = rules ? s->have_rules : s->tokens.n > 0;
+	long n = kr_port_read_file(path, s->file_raw, sizeof(s->file_raw));
+	uint32_t now_sum;
 	int r;
 
 	if (n < 0) {
+		if (have && *sum == SUM_UNREADABLE)
+			return 0;
+		*sum = SUM_UNREADABLE;
 		kr_snprintf(err, errlen, "%s", n == KR_ETOOBIG ? "larger than KR_SERVE_ACCESS_BYTES"
 							  : kr_strerror((int)n));
 		return (int)n;
 	}
-	sum = kr_state_crc32(0, s->file_raw, (size_t)n);
-	if (s->tokens.n > 0 && sum == s->tokens_sum)
+	now_sum = kr_state_crc32(0, s->file_raw, (size_t)n);
+	if (have && now_sum == *sum)
 		return 0;
-	s->tokens_sum = sum;           /* a bad file is reported once, not at every request */
-	r = kr_tokens_parse(&s->tokens_next, s->file_raw, (size_t)n, err, errlen);
+	*sum = now_sum;                /* a bad file is said once, not at every look */
+	r = rules ? kr_rules_parse(&s->next.rules, s->file_raw, (size_t)n, err, errlen)
+		  : kr_tokens_parse(&s->next.tokens, s->file_raw, (size_t)n, err, errlen);
 	kr_port_zero(s->file_raw, (size_t)n);
-	if (r == 0) {
-		memcpy(&s->tokens, &s->tokens_next, sizeof(s->tokens));
-		kr_port_zero(&s->tokens_next, sizeof(s->tokens_next));
+	if (r == 0 && rules) {
+		memcpy(&s->rules, &s->next.rules, sizeof(s->rules));
+		s->have_rules = 1;
+	} else if (r == 0) {
+		memcpy(&s->tokens, &s->next.tokens, sizeof(s->tokens));
 	}
-	return r;
+	kr_port_zero(&s->next, sizeof(s->next));  /* tokens, parsed whole or in part */
+	return r == 0 ? 1 : r;
+}
+
+/*
+ * After the token or access file changed: every open watch is asked again what
+ * its request was asked, and one its identity may no longer make ends now, with
+ * the ERROR event of the Status the request would get (401: its user is no
+ * longer in the token file; 403: the access file no longer lets it read what it
+ * watches). A token replaced by another of the same user is a rotation: that
+ * user's watches go on (ending them would make every downstream list again).
+ */
+static void revoke(struct kr_serve *s)
+{
+	int i;
+
+	for (i = 0; i < s->nconns; i++) {
+		struct kr_serve_conn *c = &s->conns[i];
+		const struct kr_resource *r;
+		const char *ns = c->ns[0] ? c->ns : NULL;
+		char msg[512];
+		int code = 0;
+
+		if (c->state != KR_SC_WATCHING)
+			continue;
+		r = &s->top->refl[c->res].res;
+		if (s->need_token && !c->user[0]) {  /* by token: c->req still holds it */
+			const char *who = kr_tokens_user(&s->tokens, c->req.auth + 7, strlen(c->req.auth + 7));
+
+			if (who)
+				kr_snprintf(c->who, sizeof(c->who), "%s", who);
+			else if (!kr_tokens_have_user(&s->tokens, c->who))
+				code = 401;
+		}
+		if (code == 0 && !allowed(s, c, r, ns)) {
+			code = 403;
+			s->forbidden++;
+		}
+		if (code == 0)
+			continue;
+		kr_log(KR_LOG_INFO, "listen: a watch of %s by \"%s\" ended (%d): %s", r->name, c->who, code,
+		       code == 401 ? "its user is no longer in the token file"
+				   : "the access file no longer allows it");
+		if (c->big) {
+			conn_close(c);         /* in the middle of an object: the close ends it */
+			continue;
+		}
+		if (code == 401)
+			kr_snprintf(msg, sizeof(msg), "Unauthorized");
+		else
+			forbidden_text(msg, sizeof(msg), c->who, "watch", r, ns, NULL);
+		drop_watcher(c, code, msg, 0);
+		c->src.want |= KR_POLL_OUT;
+	}
+}
+
+/*
+ * At most every FILES_RECHECK_MS (at an accept, a request, and the tick while
+ * watches are open when there are identity files): new TLS files are used for
+ * the connections after, a new token or access file for the requests after and
+ * the watches open (revoke). A file that does not read or parse is said once,
+ * in words, and the one in use stays.
+ */
+static void files_recheck(struct kr_serve *s)
+{
+	kr_ms_t now = kr_port_now_ms();
+	int changed = 0, i;
+
+	if (now - s->files_checked < FILES_RECHECK_MS)
+		return;
+	s->files_checked = now;
+#if KR_WITH_LISTEN_TLS
+	if (s->tls_on)
+		tls_recheck(s);
+#endif
+	for (i = 0; i < 2; i++) {
+		const char *path = i ? s->opts.access_file : s->opts.token_file;
+		char why[192];
+		int r;
+
+		if (!path)
+			continue;
+		r = identity_file_load(s, i, why, sizeof(why));
+		if (r < 0)
+			kr_log(KR_LOG_WARN, "listen: keeping the %s in use: %s: %s", i ? "access rules" : "identities",
+			       path, why);
+		else if (r > 0)
+			kr_log(KR_LOG_INFO, "listen: %s changed: the requests after and the watches open follow it",
+			       path);
+		changed |= r > 0;
+	}
+	if (changed)
+		revoke(s);
 }
 
 /* Sets c->who to the request's identity. 0 when it has none that is accepted. */
 static int authorized(struct kr_serve *s, struct kr_serve_conn *c)
 {
 	const char *a = c->req.auth, *who;
-	char why[192];
 
 	kr_snprintf(c->who, sizeof(c->who), "%s", c->user);
 	if (!s->need_auth || c->user[0])
@@ -2164,9 +2284,6 @@ static int authorized(struct kr_serve *s, struct kr_serve_conn *c)
 	if (!s->need_token || !c->req.has_auth || strncmp(a, "Bearer ", 7) != 0)
 		return 0;
 	a += 7;
-	/* Rotated by whoever writes the file: read it again, as src/auth.c does for ours. */
-	if (tokens_load(s, why, sizeof(why)) != 0)
-		kr_log(KR_LOG_WARN, "listen: keeping the identities in use: %s: %s", s->opts.token_file, why);
 	who = kr_tokens_user(&s->tokens, a, strlen(a));
 	if (!who)
 		return 0;
@@ -2182,6 +2299,7 @@ static void route(struct kr_serve_conn *c)
 	int n, verbose;
 
 	s->requests++;
+	files_recheck(s);
 	/* A reader that stops does not keep its slot (the kube-apiserver's 60 s, by default). */
 	c->deadline = kr_port_now_ms() + 2 * (kr_ms_t)s->opts.idle_ms;
 	c->keep_alive = c->req.keep_alive;
@@ -2443,9 +2561,9 @@ static void on_listener(struct kr_loop *loop, struct kr_source *src, int got)
 		if (fd < 0)
 			break;
 		accepted++;
+		files_recheck(s);
 #if KR_WITH_LISTEN_TLS
 		if (s->tls_on) {
-			tls_recheck(s);
 			/* One session more is kept to say 503 in a Status; past it, a close. */
 			if (s->tls_sessions > s->tls_max) {
 				tls_refuse(s, fd, "all --listen-tls-sessions sessions are in use");
@@ -2528,6 +2646,7 @@ static void on_tick(struct kr_loop *loop, struct kr_timer *t)
 	int i;
 
 	(void)loop;
+	files_recheck(s);
 	for (i = 0; i < s->used_hi; i++) {
 		struct kr_serve_conn *c = &s->conns[i];
 
@@ -2560,6 +2679,12 @@ static kr_ms_t conn_deadline(const struct kr_serve_conn *c)
 			d = c->bookmark_at;
 		if (c->watch_end && (!d || c->watch_end < d))
 			d = c->watch_end;
+		if (c->srv->opts.token_file || c->srv->opts.access_file) {
+			kr_ms_t f = c->srv->files_checked + FILES_RECHECK_MS;  /* revoke() */
+
+			if (!d || f < d)
+				d = f;
+		}
 	}
 	return d;
 }
@@ -2649,7 +2774,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 {
 	struct kr_addr addr;
 	char path[108];
-	int loopback = 0, kind, fd, r;
+	int loopback = 0, kind, fd;
 
 	kr_port_zero(s, sizeof(*s));  /* its history and connections: only pages already written */
 	s->loop = loop;
@@ -2674,7 +2799,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 	if (opts->token_file) {
 		char why[192];
 
-		if (tokens_load(s, why, sizeof(why)) != 0) {
+		if (identity_file_load(s, 0, why, sizeof(why)) < 0) {
 			kr_snprintf(err, errlen, "unable to read the listen token file %s: %s", opts->token_file, why);
 			return KR_EAUTH;
 		}
@@ -2682,12 +2807,9 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 	}
 	if (opts->access_file) {
 		char why[192];
-		long n = kr_port_read_file(opts->access_file, s->file_raw, sizeof(s->file_raw));
 
-		r = n < 0 ? (int)n : kr_rules_parse(&s->rules, s->file_raw, (size_t)n, why, sizeof(why));
-		if (r != 0) {
-			kr_snprintf(err, errlen, "unable to read the listen access file %s: %s", opts->access_file,
-				    n == KR_ETOOBIG ? "larger than KR_SERVE_ACCESS_BYTES" : n < 0 ? kr_strerror(r) : why);
+		if (identity_file_load(s, 1, why, sizeof(why)) < 0) {
+			kr_snprintf(err, errlen, "unable to read the listen access file %s: %s", opts->access_file, why);
 			return KR_EINVAL;
 		}
 		if (!opts->token_file && !opts->client_ca_file) {
@@ -2695,7 +2817,6 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 				    "--listen-token-file or --listen-client-ca-file");
 			return KR_EINVAL;
 		}
-		s->have_rules = 1;
 	}
 	s->need_auth = s->need_token || opts->client_ca_file;
 	if (!loopback && !s->need_auth && !opts->health_only) {
@@ -2727,13 +2848,11 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 
 		for (i = 0; i < 2; i++)
 			kr_tls_ctx_init(&s->tls[i]);
-		r = tls_load(s, 0, 1, why, sizeof(why));
-		if (r < 0) {
+		if (tls_load(s, 0, 1, why, sizeof(why)) < 0) {
 			kr_snprintf(err, errlen, "TLS on %s: %s", opts->listen, why);
 			return KR_EINVAL;
 		}
 		s->tls_on = 1;
-		s->tls_checked = kr_port_now_ms();
 		s->tls_max = opts->tls_sessions > 0 && opts->tls_sessions < KR_SERVE_TLS_CONNS
 				     ? opts->tls_sessions : KR_SERVE_TLS_CONNS;
 #else
@@ -2769,6 +2888,7 @@ int kr_serve_init(struct kr_serve *s, struct kr_loop *loop, struct kr_reflect *t
 		return KR_ENOSPC;
 	}
 	s->started = kr_port_now_ms();
+	s->files_checked = s->started;
 	return 0;
 }
 

@@ -133,11 +133,15 @@ struct kr_serve {
 	struct kr_source listener;
 	struct kr_timer tick;          /* bookmarks, watch timeouts */
 	struct kr_tokens tokens;       /* --listen-token-file's identities */
-	struct kr_tokens tokens_next;  /* a changed file, parsed before it replaces them */
-	uint32_t tokens_sum;           /* of the file's bytes, to see a change */
 	struct kr_rules rules;         /* --listen-access-file */
+	union {                        /* a changed file, parsed before it replaces the one in use */
+		struct kr_tokens tokens;
+		struct kr_rules rules;
+	} next;
+	uint32_t tokens_sum, rules_sum; /* of the files' bytes, to see a change */
 	int have_rules;
 	char file_raw[KR_SERVE_ACCESS_BYTES];  /* either file as read */
+	kr_ms_t files_checked;         /* when the TLS, token and access files were last looked at */
 	int need_token;
 	int need_auth;                 /* a token or a client certificate */
 #if KR_WITH_LISTEN_TLS
@@ -146,7 +150,6 @@ struct kr_serve {
 	struct kr_tls_ctx tls[2];
 	int tls_on, tls_cur, tls_users[2];
 	uint32_t tls_sum;              /* of the files' contents, to see a rotation */
-	kr_ms_t tls_checked;           /* when the files were last looked at */
 	int tls_sessions;              /* open, at most tls_max (and the one answered 503) */
 	int tls_max;                   /* opts.tls_sessions */
 	unsigned long long tls_handshakes, tls_failed, tls_refused, tls_reloads;

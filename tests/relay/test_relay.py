@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A relay tree under faults: the test API server -> relay kreflect -> second-level relay
-kreflect -> N downstream kreflects, kubectl -w and client-go's Reflector.
+kreflect -> N downstream kreflects, kubectl -w, client-go's Reflector and python3-kubernetes
+(tests/bench/peer_python.py: a list, then watch.Watch().stream).
 
     python3 tests/relay/test_relay.py [--kreflect build/kreflect] [--downstreams 50] [--tls]
 
 With --tls both relays serve TLS (the test server's certificate and token) and every
 link below relay1 is TLS with that CA and token; a relay holds KR_SERVE_TLS_CONNS (512)
-TLS sessions in a default build, so --tls takes at most 510 downstreams.
+TLS sessions in a default build, so --tls takes at most 509 downstreams.
 
 Links between levels go through small TCP proxies this script can cut. Faults, one after
 the other, each followed by changes at the upstream: a link cut at each level, the
@@ -14,7 +15,7 @@ upstream's history compacted while the relay is away (410), the upstream restart
 relay SIGKILLed and restarted with its state directory, a downstream SIGKILLed and
 restarted with its own. After each, every watcher must converge to the upstream's objects
 (name, resourceVersion and data), and the requests that start a sync (LIST or watch-list:
-a SYNCED line from a kreflect or client-go, a list in the upstream's log) are counted per
+a SYNCED line from a kreflect, client-go or python3-kubernetes, a list in the upstream's log) are counted per
 level and compared with what the reflector's rules allow (src/README.md "The reflector":
 a cut link resumes the watch; a 410 relists). tests/relay/README.md says what each step
 expects and why. The last line is "N passed, N failed".
@@ -41,6 +42,7 @@ from control import ServerProcess, free_port  # noqa: E402
 
 KUBECTL = os.environ.get("KR_KUBECTL") or os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
 CLIENT_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
+PEER_PYTHON = os.path.join(ROOT, "tests", "bench", "peer_python.py")
 NS = "default"
 SYNCED_BY = re.compile(r": synced \d+ objects at resourceVersion \S+ by ")
 
@@ -272,6 +274,11 @@ class Tree:
         if os.access(CLIENT_GO, os.X_OK):
             self.others.append(Proc("client-go", [CLIENT_GO, "--server", leaf] + gauth + ["-n", NS, "configmaps"],
                                     workdir))
+        # Its flags are required; over plain HTTP the CA is not used and relay2 asks for no token.
+        self.others.append(Proc("python3-kubernetes", ["/usr/bin/python3", PEER_PYTHON, "--server", leaf,
+                                                       "--certificate-authority", self.srv.ready["ca"],
+                                                       "--token-file", self.srv.ready["token_file"], "-n", NS],
+                                workdir))
 
     def kreflect(self, name, server, tls=False, extra=()):
         state = os.path.join(self.dir, name + ".state")
@@ -315,7 +322,7 @@ class Tree:
         bad = []
 
         def all_match():
-            self.keep_kubectl()
+            self.keep_clients()
             bad[:] = [w.name for w in self.watchers() if w.view() != want]
             return not bad
         ok = wait_until(all_match, timeout, 0.2)
@@ -341,10 +348,12 @@ class Tree:
             c[o.name + " lists"] = o.starts if o.name == "kubectl" else o.lists()
         return c
 
-    def keep_kubectl(self):
-        """kubectl get -w ends when its watch ends (as with any server); start it again."""
+    def keep_clients(self):
+        """kubectl get -w ends when its watch ends (as with any server), and python3-kubernetes'
+        watch raises (the peer exits) when its connection breaks: start them again (each
+        start lists: kubectl's counted by its starts, python3-kubernetes' by its SYNCED lines)."""
         for o in self.others:
-            if o.name == "kubectl" and not o.alive():
+            if o.name in ("kubectl", "python3-kubernetes") and not o.alive():
                 o.start()
 
     def change(self, tag, n=3):
@@ -371,7 +380,7 @@ def step(tree, name, fault, expect, at_most=()):
     tree.change(name.split()[0])
     tree.converge(name)
     time.sleep(1.5)
-    tree.keep_kubectl()
+    tree.keep_clients()
     after = tree.counts()
     inc = {k: after[k] - before[k] for k in after}
     print("  %s: %s" % (name, ", ".join("%s +%d" % kv for kv in inc.items())), flush=True)
@@ -391,15 +400,19 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--tls", action="store_true", help="TLS (with the CA and token) below relay1")
     a = ap.parse_args()
-    if a.tls and a.downstreams > 510:
-        ap.error("--tls takes at most 510 downstreams: a relay holds 512 TLS sessions (KR_SERVE_TLS_CONNS), "
-                 "and kubectl and client-go take two")
+    if a.tls and a.downstreams > 509:
+        ap.error("--tls takes at most 509 downstreams: a relay holds 512 TLS sessions (KR_SERVE_TLS_CONNS), "
+                 "and kubectl, client-go and python3-kubernetes take three")
     t0 = time.monotonic()
     for need, how in ((a.kreflect, "make build/kreflect"), (KUBECTL, "make peers-deps"), (CLIENT_GO, "make peers")):
         if not check(os.access(need, os.X_OK), "%s is there (%s)" % (os.path.relpath(need, ROOT), how)):
             print("%d passed, %d failed" % (passed, failed))
             return 1
-    print("python3-kubernetes watchers: not part of this suite (see tests/relay/README.md)")
+    r = subprocess.run(["/usr/bin/python3", "-c", "import kubernetes"], capture_output=True, text=True)
+    if not check(r.returncode == 0, "python3-kubernetes is there (make test-deps)%s" % (
+            "" if r.returncode == 0 else ": " + r.stderr.strip().splitlines()[-1])):
+        print("%d passed, %d failed" % (passed, failed))
+        return 1
     workdir = tempfile.mkdtemp(prefix="kreflect-relay-")
     tree = Tree(a, workdir)
     try:
@@ -465,7 +478,10 @@ def run(tree):
     # list. Its ring of changes comes back from its state directory, so each watcher
     # below it resumes from the resourceVersion it holds: no list. kubectl's -w ends
     # with the connection and is started again, and a start of kubectl is a list.
-    step(tree, "relay2 SIGKILL", kill(tree.relay2), {"kubectl lists": 1})
+    # python3-kubernetes' watch raises if the break comes mid-stream (the peer is started
+    # again: a list) and re-watches from its resourceVersion if it reads as a clean end.
+    step(tree, "relay2 SIGKILL", kill(tree.relay2), {"kubectl lists": 1, "python3-kubernetes lists": 1},
+         at_most=("python3-kubernetes lists",))
     # A downstream restarts from its state; relay2's ring holds the gap: no list.
     step(tree, "downstream SIGKILL", kill(tree.downs[0], 0.5), {})
 

@@ -8,7 +8,7 @@ loopback port, then points the two clients `make bench` uses at kreflect instead
 of the API server: python3-kubernetes (list, then watch.Watch().stream from the
 list's resourceVersion: tests/bench/peer_python.py) and @kubernetes/client-node
 1.4.0's informer (tests/bench/peer_node.js, from build/bench/npm, which `make
-bench` installs). Both print every change as a JSON line; each stream is folded
+test-deps` installs). Both print every change as a JSON line; each stream is folded
 into a mirror (namespace/name -> resourceVersion).
 
 Checks, each printed as "ok ..." or "FAIL ...":
@@ -157,7 +157,7 @@ def main():
             peers.append(Peer("client-node", ["node", os.path.join(ROOT, "tests", "bench", "peer_node.js"),
                                               "--modules", a.modules] + common, work))
         else:
-            result(False, "client-node is not installed in %s (make bench installs it)" % a.modules)
+            result(False, "client-node is not installed in %s (make test-deps installs it)" % a.modules)
 
         def server_state():
             st = ctl.state(resource="configmaps", namespace="default")

@@ -11,7 +11,11 @@ checked: health and readiness (and the reasons readiness names), /metrics throug
 and paging against the server, watches (resume from a resourceVersion, bookmarks,
 410 for a forgotten one, a slow reader dropped while upstream keeps flowing), every
 error status, the unix socket's mode, the bearer token, the connection bound, and
-kubectl (build/deps/trixie/usr/bin/kubectl, or $KR_KUBECTL).
+kubectl (build/deps/trixie/usr/bin/kubectl, or $KR_KUBECTL). Over TLS: a downstream
+kreflect, client-go (build/peers), python3-kubernetes and @kubernetes/client-node
+(tests/serve/kube_python.py and kube_node.mjs, from a kubeconfig; make test-deps installs
+both), by token and by client certificate; identities and the access file, and both
+files changing under open watches.
 
 The last line is "N passed, N failed".
 """
@@ -34,6 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import test_e2e as e2e  # noqa: E402
 from test_e2e import Fail, check, wait_until  # noqa: E402
 from control import free_port  # noqa: E402
+from clients import Peer  # noqa: E402
 
 e2e.SCENARIOS = []
 scenario = e2e.scenario
@@ -908,8 +913,10 @@ def t_unix_token(s):
     with open(tok + ".new", "w") as f:
         f.write("second-token\n")
     os.rename(tok + ".new", tok)
+    # The file is looked at every 10 s (at a request, an accept, or the tick while watches are open).
+    wait_until(lambda: lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, 15,
+               "the new token in use")
     check(lo.req("/healthz", headers={"Authorization": "Bearer first-token"})[0] == 401, "rotated out")
-    check(lo.req("/healthz", headers={"Authorization": "Bearer second-token"})[0] == 200, "rotated in")
     check("second-token" not in kr.stderr() and "first-token" not in kr.stderr(), "a token in the log")
 
 
@@ -1314,24 +1321,34 @@ def write(path, text):
     return path
 
 
+class IdentityRelay:
+    """On the scenario's test API server, cm-1 in default and cm-o in other, and a relay over TLS
+    with TOKENS, ACCESS and the test CA's client certificates (CN kreflect-test), every namespace."""
+
+    def __init__(self, s, *extra, resources=("configmaps",), access=ACCESS):
+        s.create("cm-1")
+        s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
+        wd = s.srv.workdir
+        ca = os.path.join(wd, "ca.crt")
+        self.tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
+        self.access = write(os.path.join(s.dir, "access"), access)
+        self.port = free_port()
+        self.kr = s.kreflect("--listen", "127.0.0.1:%d" % self.port, "--listen-cert-file",
+                             os.path.join(wd, "server.crt"), "--listen-key-file", os.path.join(wd, "server.key"),
+                             "--listen-client-ca-file", ca, "--listen-token-file", self.tokens,
+                             "--listen-access-file", self.access, "-A", *extra, resources=resources, name="relay")
+        self.kr.wait_synced(len(resources))
+        self.ctx = tls_ctx(ca)
+        self.cert = tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key"))
+
+
 @scenario("ServeIdentitiesAndScope", 14)
 def t_identities(s):
     s.server()
-    s.create("cm-1")
-    s.ctl.create("configmaps", "other", "cm-o", data={"k": "v"})
     s.ctl.create("secrets", "default", "s1", data={"k": "dg=="})
-    wd = s.srv.workdir
-    ca = os.path.join(wd, "ca.crt")
-    tokens = write(os.path.join(s.dir, "tokens.csv"), TOKENS)
-    access = write(os.path.join(s.dir, "access"), ACCESS)
-    port = free_port()
-    kr = s.kreflect("--listen", "127.0.0.1:%d" % port, "--listen-cert-file", os.path.join(wd, "server.crt"),
-                    "--listen-key-file", os.path.join(wd, "server.key"), "--listen-client-ca-file", ca,
-                    "--listen-token-file", tokens, "--listen-access-file", access, "--serve-secrets", "-A",
-                    resources=("configmaps", "secrets"), name="relay")
-    kr.wait_synced(2)
-    ctx = tls_ctx(ca)
-    cert = tls_ctx(ca, os.path.join(wd, "client.crt"), os.path.join(wd, "client.key"))
+    ir = IdentityRelay(s, "--serve-secrets", resources=("configmaps", "secrets"))
+    kr, port, ctx, cert, tokens = ir.kr, ir.port, ir.ctx, ir.cert, ir.tokens
+    ca = os.path.join(s.srv.workdir, "ca.crt")
 
     def expect(path, token, code, msg=None, c=ctx):
         st, body, _ = tls_get(port, c, path, token)
@@ -1376,16 +1393,262 @@ def t_identities(s):
                            capture_output=True, text=True, timeout=30, env={"HOME": s.dir, "PATH": "/usr/bin:/bin"})
         check(r.returncode != 0 and 'Error from server (Forbidden): configmaps is forbidden: User "device-a"'
               in r.stderr, "kubectl: %s" % r.stderr[-300:])
-    # A new identity in the file works at once; a broken file keeps the ones in use, said once.
+    # A new identity in the file works within 10 s (the files are looked at that often); a broken
+    # file keeps the ones in use, said in words (ServeIdentityFilesReload: only once).
     write(tokens, TOKENS + "tok-c,device-a\n")
-    expect(cms, "tok-c", 200)
+    wait_until(lambda: tls_get(port, ctx, cms, "tok-c")[0] == 200, 15, "the new identity in use")
     write(tokens, TOKENS + "tok-c,\n")
-    expect(cms, "tok-c", 200)
+    wait_until(lambda: tls_get(port, ctx, cms, "tok-c")[0] == 200 and "keeping the identities in use" in kr.stderr(),
+               15, "the broken token file said")
     expect(cms, "tok-c", 200)
     check(kr.stderr().count("keeping the identities in use") == 1 and "line 5: the user is empty" in kr.stderr(),
           "the broken token file: %s" % kr.stderr_tail())
     for t in ("tok-a", "tok-b", "tok-c", "tok-r"):
         check(t not in kr.stderr(), "a token in the log")
+
+
+def tls_watch(port, ctx, path, token=None, timeout=20):
+    """A watch over TLS: (connection, response) once its 200 head is read."""
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+    c.request("GET", path, headers={"Authorization": "Bearer " + token} if token else {})
+    r = c.getresponse()
+    if r.status != 200:
+        raise Fail("watch %s: status %d: %s" % (path, r.status, r.read()[:200]))
+    return c, r
+
+
+def events_until(r, pred, what):
+    """Watch events read until pred(event); Fail if the stream ends first or stays silent too long."""
+    got = []
+    while True:
+        try:
+            line = r.readline()
+        except (socket.timeout, TimeoutError):
+            raise Fail("%s: nothing for the socket's timeout; saw %s" % (what, [e.get("type") for e in got]))
+        check(line, "%s: the watch ended; saw %s" % (what, got[-3:]))
+        ev = json.loads(line)
+        got.append(ev)
+        if pred(ev):
+            return ev
+
+
+@scenario("ServeIdentityFilesReload", 40)
+def t_identity_reload(s):
+    """The token and access files are looked at every 10 s, as the TLS files are: a bad new file is said
+    once in words and the rules in use stay; a good one is used for the requests after, and the watches
+    open whose identity lost access end at once with the ERROR event of the Status that identity's new
+    request gets (403, or 401 for a user no longer in the token file); a token replaced by another of
+    the same user (a rotation) leaves that user's watch open. No request is made meanwhile: the tick,
+    not a client, finds the change."""
+    s.server()
+    access0 = ACCESS + "device-b        default        configmaps\n"
+    ir = IdentityRelay(s, access=access0)
+    kr, port, ctx, cert, tokens, access = ir.kr, ir.port, ir.ctx, ir.cert, ir.tokens, ir.access
+    cms = "/api/v1/namespaces/default/configmaps"
+    w = "?watch=1&resourceVersion=0"
+    watches = {"device-a": tls_watch(port, ctx, cms + w, "tok-a"),
+               "device-b": tls_watch(port, ctx, cms + w, "tok-b"),
+               "relay-2": tls_watch(port, ctx, "/api/v1/configmaps" + w, "tok-r"),
+               "kreflect-test": tls_watch(port, cert, cms + w)}
+    for who, (_, r) in watches.items():
+        events_until(r, lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-1",
+                     "%s's initial ADDED" % who)
+    # A bad access file: said once in words, the rules in use stay, the watches go on.
+    write(access, "device-a default\n")
+    wait_until(lambda: "listen: keeping the access rules in use: %s: line 1: not: user namespaces resources"
+               % access in kr.stderr(), 15, "the bad access file said")
+    s.create("cm-2")
+    for who, (_, r) in watches.items():
+        events_until(r, lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-2",
+                     "%s after the bad access file" % who)
+    check(tls_get(port, ctx, cms, "tok-a")[0] == 200, "device-a lost access with a bad access file")
+    # device-a keeps only "other"; device-b leaves the token file; relay-2 gets a new token in place of
+    # its old one; the certificate's CN keeps "default".
+    t0 = time.monotonic()
+    write(access, access0.replace("device-a        default ", "device-a        other   "))
+    write(tokens, TOKENS.replace("tok-b,device-b\n", "").replace('tok-r,relay-2,3,"site,relays"', "tok-r2,relay-2"))
+    ev = events_until(watches["device-a"][1], lambda e: e["type"] == "ERROR", "device-a's watch")
+    took = time.monotonic() - t0
+    check(ev["object"] == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                           "message": 'configmaps is forbidden: User "device-a" cannot watch resource '
+                           '"configmaps" in API group "" in the namespace "default"', "reason": "Forbidden",
+                           "code": 403}, "device-a's ERROR: %s" % ev)
+    check(took < e2e.late(12), "device-a's watch ended %.1f s after the change (the files are looked at every "
+          "10 s)" % took)
+    check(watches["device-a"][1].readline() == b"", "device-a's watch went on after its ERROR event")
+    ev = events_until(watches["device-b"][1], lambda e: e["type"] == "ERROR", "device-b's watch")
+    check(ev["object"]["code"] == 401 and ev["object"]["reason"] == "Unauthorized", "device-b's ERROR: %s" % ev)
+    check(watches["device-b"][1].readline() == b"", "device-b's watch went on after its ERROR event")
+    # The ones still allowed go on, relay-2's across its token's rotation; the new rules answer the
+    # requests after.
+    s.create("cm-3")
+    for who in ("kreflect-test", "relay-2"):
+        events_until(watches[who][1], lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "cm-3",
+                     "%s's watch after the change" % who)
+    st, body, _ = tls_get(port, ctx, cms + w, "tok-a")
+    check(st == 403 and status_of(body)["message"].startswith('configmaps is forbidden: User "device-a"'),
+          "device-a's new watch: %d %s" % (st, body[:200]))
+    check(tls_get(port, ctx, "/api/v1/namespaces/other/configmaps", "tok-a")[0] == 200, "device-a in other")
+    check(tls_get(port, ctx, cms, "tok-r")[0] == 401, "relay-2's old token")
+    check(tls_get(port, ctx, cms, "tok-b")[0] == 401, "device-b's removed token")
+    check(tls_get(port, ctx, "/api/v1/configmaps", "tok-r2")[0] == 200, "relay-2's new token")
+    err = kr.stderr()
+    check('listen: a watch of configmaps by "device-a" ended (403): the access file no longer allows it' in err
+          and 'listen: a watch of configmaps by "device-b" ended (401): its user is no longer in the token file'
+          in err and err.count("listen: a watch of") == 2, "the ends' log lines: %s" % kr.stderr_tail())
+    check(err.count("keeping the access rules in use") == 1, "the bad access file was said more than once")
+    for t in ("tok-a", "tok-b", "tok-r"):
+        check(t not in err, "a token in the log")
+    for c, _ in watches.values():
+        c.close()
+
+
+# ------------------------------------------------------------- python3-kubernetes and client-node
+
+PY_CLIENT = os.path.join(HERE, "kube_python.py")
+NODE_CLIENT = os.path.join(HERE, "kube_node.mjs")
+# Where `make test-deps` installs @kubernetes/client-node (the version tests/bench/bench.py pins too).
+NODE_MODULES = os.environ.get("KR_NODE_MODULES") or os.path.join(ROOT, "build", "bench", "npm")
+NODE_CLIENT_VERSION = "1.4.0"
+
+
+class ClientProc(Peer):
+    """A client program printing JSON lines ({"op": ...}), read in order by Peer's thread."""
+
+    def __init__(self, s, name, argv):
+        super().__init__(name, argv, s.dir)
+        e2e.remember(self.proc)
+        self.err_path = os.path.join(s.dir, name + ".err")
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.lines)
+
+    def op(self, name, timeout=30):
+        def got():
+            return next((x for x in self.snapshot() if x["op"] == name), None)
+        try:
+            return wait_until(got, timeout, "%s: the %s line" % (self.name, name))
+        except Fail:
+            with open(self.err_path, "rb") as f:
+                raise Fail("%s: no %s line; stderr: %s" % (self.name, name, f.read()[-600:]))
+
+    def events(self):
+        return [x for x in self.snapshot() if x["op"] == "event"]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        e2e.forget(self.proc)
+
+
+def kubeconfig(path, port, ca, user):
+    """A kubeconfig for the relay (JSON is YAML): the relay's CA and user (a token or a certificate)."""
+    write(path, json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "relay",
+        "clusters": [{"name": "relay", "cluster": {"server": "https://127.0.0.1:%d" % port,
+                                                   "certificate-authority": ca}}],
+        "users": [{"name": "device", "user": user}],
+        "contexts": [{"name": "relay", "context": {"cluster": "relay", "user": "device", "namespace": "default"}}]}))
+    return path
+
+
+def default_objects(s):
+    """name -> resourceVersion of the server's ConfigMaps in default."""
+    return {k.split("/")[-1]: v for k, v in s.server_objects().items()}
+
+
+def real_clients(s, argv):
+    """python3-kubernetes or client-node (argv(kubeconfig) runs it) against a relay over TLS, from a
+    kubeconfig with the relay's CA: once by token (device-a), once by client certificate (kreflect-test).
+    Each is refused "other" with the apiserver's 403 Status (list and watch), lists "default" as the
+    server has it, sees MODIFIED/ADDED/DELETED with the server's resourceVersions and a BOOKMARK (it
+    asks for them); then device-a loses "default" in the access file and its watch ends with the
+    403 the client reports, while the certificate's goes on."""
+    s.server()
+    ir = IdentityRelay(s, "--listen-bookmark-interval", "1")
+    wd = s.srv.workdir
+    ca = os.path.join(wd, "ca.crt")
+    users = {"device-a": {"token": "tok-a"},
+             "kreflect-test": {"client-certificate": os.path.join(wd, "client.crt"),
+                               "client-key": os.path.join(wd, "client.key")}}
+    procs = {who: ClientProc(s, who, argv(kubeconfig(os.path.join(s.dir, who + ".kubeconfig"), ir.port, ca, u)))
+             for who, u in users.items()}
+    try:
+        want = default_objects(s)
+        for who, p in procs.items():
+            fl = p.op("forbidden-list")
+            check(fl["code"] == 403 and fl["status"] == {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Forbidden",
+                "code": 403, "message": 'configmaps is forbidden: User "%s" cannot list resource "configmaps" in '
+                'API group "" in the namespace "other"' % who}, "%s's forbidden list: %s" % (who, fl))
+            fw = p.op("forbidden-watch")
+            check(fw["code"] == 403 and ("status" not in fw or 'cannot watch resource "configmaps"'
+                                         in fw["status"]["message"]), "%s's forbidden watch: %s" % (who, fw))
+            lst = p.op("list")
+            check(lst["items"] == want, "%s's list: %s, the server has %s" % (who, lst["items"], want))
+        # The delete waits for the ADDED: the relay keeps no old versions, so a watcher that reads an
+        # ADDED record after the object's delete gets only the DELETED (src/README.md "The local endpoint").
+        s.update("cm-1", {"k": "changed"})
+        s.create("new", {"k": "new"})
+        rvs = default_objects(s)
+
+        def changes(p, n):
+            ev = [e for e in p.events() if e["type"] != "BOOKMARK"]
+            return ev if len(ev) >= n else None
+        for who, p in procs.items():
+            wait_until(lambda: changes(p, 2), 15, "%s's MODIFIED and ADDED" % who)
+        s.delete("new")
+        for who, p in procs.items():
+            ev = wait_until(lambda: changes(p, 3), 15, "%s's three events" % who)
+            got = [(e["type"], e.get("name")) for e in ev]
+            check(got == [("MODIFIED", "cm-1"), ("ADDED", "new"), ("DELETED", "new")], "%s's events: %s" % (who, got))
+            check(ev[0]["resourceVersion"] == rvs["cm-1"] and ev[1]["resourceVersion"] == rvs["new"]
+                  and int(ev[2]["resourceVersion"]) > int(rvs["new"]), "%s's resourceVersions: %s, the server's %s"
+                  % (who, [e["resourceVersion"] for e in ev], rvs))
+            last = int(ev[2]["resourceVersion"])
+            wait_until(lambda: [e for e in p.events() if e["type"] == "BOOKMARK"
+                                and int(e["resourceVersion"]) >= last], 10, "%s's bookmark after the delete" % who)
+        # device-a may no longer read "default": its open watch ends with the 403 (within the 10 s the
+        # relay looks at the file in), as the client reports it; the certificate's watch goes on.
+        write(ir.access, ACCESS.replace("device-a        default ", "device-a        other   "))
+        msg = ('configmaps is forbidden: User "device-a" cannot watch resource "configmaps" in API group "" '
+               'in the namespace "default"')
+        end = procs["device-a"].op("end", 20)
+        errors = [e for e in procs["device-a"].events() if e["type"] == "ERROR"]
+        check(end["error"] == "403 Forbidden: " + msg or (end["error"] is None and errors and errors[0]["status"]["code"]
+                                                        == 403 and errors[0]["status"]["message"] == msg),
+              "device-a's watch after it lost access: %s, ERROR events %s" % (end, errors))
+        s.create("after")
+        wait_until(lambda: [e for e in procs["kreflect-test"].events() if e.get("name") == "after"], 10,
+                   "the certificate's watch going on")
+        check(not [x for x in procs["kreflect-test"].snapshot() if x["op"] == "end"], "the certificate's watch ended")
+    finally:
+        for p in procs.values():
+            p.stop()
+
+
+@scenario("ServeTLSPythonKubernetes", 25)
+def t_python_kubernetes(s):
+    """Debian's python3-kubernetes (make test-deps) against the relay: see real_clients."""
+    r = subprocess.run(["/usr/bin/python3", "-c", "import kubernetes; print(kubernetes.__version__)"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "python3-kubernetes is not installed (make test-deps): %s" % r.stderr[-300:])
+    real_clients(s, lambda kc: ["/usr/bin/python3", PY_CLIENT, kc, "default", "other"])
+
+
+@scenario("ServeTLSClientNode", 25)
+def t_client_node(s):
+    """@kubernetes/client-node (make test-deps installs it with npm) against the relay: see real_clients."""
+    pkg = os.path.join(NODE_MODULES, "node_modules", "@kubernetes", "client-node", "package.json")
+    check(os.path.exists(pkg), "@kubernetes/client-node is not installed in %s (make test-deps)" % NODE_MODULES)
+    with open(pkg) as f:
+        have = json.load(f).get("version")
+    check(have == NODE_CLIENT_VERSION, "client-node %s in %s, not %s (make test-deps)"
+          % (have, NODE_MODULES, NODE_CLIENT_VERSION))
+    check(shutil.which("node"), "no node on PATH (make test-deps)")
+    real_clients(s, lambda kc: ["node", NODE_CLIENT, NODE_MODULES, kc, "default", "other"])
 
 
 @scenario("ServeIdentityFilesRefused", 6)

@@ -18,9 +18,13 @@ KR_TEST(access, tokens_find_their_users)
 	check(strcmp(kr_tokens_user(&t, "tok-r", 5), "relay-2") == 0);
 	check(kr_tokens_user(&t, "tok-", 4) == NULL && kr_tokens_user(&t, "tok-ab", 6) == NULL);
 	check(kr_tokens_user(&t, "", 0) == NULL);
+	check(kr_tokens_have_user(&t, "device-b") && kr_tokens_have_user(&t, "relay-2"));
+	check(!kr_tokens_have_user(&t, "device") && !kr_tokens_have_user(&t, "") &&
+	      !kr_tokens_have_user(&t, "device-bb"));
 	/* The old format: one bare token, a user without a name. */
 	check(kr_tokens_parse(&t, "shared\n", 7, err, sizeof(err)) == 0);
 	check(t.shared && strcmp(kr_tokens_user(&t, "shared", 6), "") == 0);
+	check(kr_tokens_have_user(&t, "") && !kr_tokens_have_user(&t, "device-a"));
 	return 0;
 }
 
