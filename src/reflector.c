@@ -1281,12 +1281,10 @@ static int retry_after_due(const struct kr_reflector *r)
 }
 
 /* After a 429 or any 5xx with Retry-After (client-go's REST layer): the same request again, at most 10 times. */
-static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
+static void honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
 {
 	long s = r->retry_after_s;
 
-	if (!retry_after_due(r))
-		return 0;
 	if (s > MAX_RETRY_AFTER_S)
 		s = MAX_RETRY_AFTER_S;
 	r->retry_after_count++;
@@ -1295,7 +1293,6 @@ static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_re
 	       r->status, s);
 	wait_then(r, s * 1000, again);
 	tell_state(r, KR_HEALTH_BACKOFF, "the server asked to retry later (Retry-After)", s * 1000);
-	return 1;
 }
 
 /* The same page again: not one more page (list_pages picks the list's RV). */
@@ -1315,29 +1312,18 @@ static void again_watch_list(struct kr_reflector *r)
 	request(r, REQ_WATCHLIST);
 }
 
-/*
- * The response was ended because another resource took the store's tail
- * in the middle of one of ours (lost_by_move), which it does only after our
- * stream sent nothing for TAIL_STALL_MS mid-object: the same request goes
- * again (no relist), after a backoff step as for any stream that failed.
- */
-static int again_after_move(struct kr_reflector *r, void (*again)(struct kr_reflector *))
+/* A page that asks for more: the next one, with its continue token (client-go's pager). */
+static void next_page(struct kr_reflector *r)
 {
-	if (!r->tail_lost)
-		return 0;
-	backoff_then(r, again, "the stream stalled in the middle of an object, which was cut");
-	return 1;
+	if (r->list_pages == 1)
+		copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
+	copy_str(r->continue_token, sizeof(r->continue_token), r->items.continue_token);
+	request(r, REQ_LIST);
 }
 
-static void list_done(struct kr_reflector *r)
+/* The list's last page: synced at the list's resourceVersion, then a watch from it. */
+static void list_synced(struct kr_reflector *r)
 {
-	if (r->items.continue_token[0]) {
-		if (r->list_pages == 1)
-			copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
-		copy_str(r->continue_token, sizeof(r->continue_token), r->items.continue_token);
-		request(r, REQ_LIST);
-		return;
-	}
 	if (r->list_pages == 1 || r->list_full_retry)
 		copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
 	/* RV "0" answered in pages: the server has no watch cache; stay paginated. */
@@ -1346,6 +1332,35 @@ static void list_done(struct kr_reflector *r)
 	r->list_verify = 0;
 	synced(r, r->list_rv, r->list_pages > 1 ? "paginated list" : "list");
 	start_watch(r);
+}
+
+/* The pager's one full list, without a limit, at the original RV after an expired continue token. */
+static void full_list(struct kr_reflector *r)
+{
+	kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
+	/* A list of its own: what the pages marked seen may be gone by now. */
+	r->gen++;
+	r->skipped = 0;
+	r->skipped_known = 0;
+	r->skipped_arena = 0;
+	r->list_full_retry = 1;
+	r->continue_token[0] = '\0';
+	r->list_limit = 0;
+	r->list_pages = 0;
+	request(r, REQ_LIST);
+}
+
+/* The first page again at once at RV "" (a consistent read), once per list. */
+static void list_latest(struct kr_reflector *r)
+{
+	kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
+	       r->res.name, r->list_req_rv, r->err_reason);
+	r->rv_unavailable = 1;
+	r->list_expired_retried = 1;
+	r->list_has_rv = 0;
+	r->list_req_rv[0] = '\0';
+	r->list_pages = 0;
+	request(r, REQ_LIST);
 }
 
 /*
@@ -1361,16 +1376,6 @@ static void list_latest_after_partial(struct kr_reflector *r)
 {
 	if (r->applied && r->last_rv[0])
 		r->rv_unavailable = 1;
-}
-
-static void list_failed(struct kr_reflector *r, const char *why)
-{
-	if (r->status == 0)
-		unreachable(r);
-	r->errors++;
-	list_latest_after_partial(r);
-	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
-	backoff_then(r, start_cycle, "list failed");
 }
 
 /*
@@ -1408,15 +1413,15 @@ static const char *gzip_error(const struct kr_reflect *top)
 #endif
 }
 
-static void end_list(struct kr_reflector *r, int err, const char *reason)
+/*
+ * What a list's body leaves behind before its end is classified: a corrupt
+ * gzip body or a bomb (or a list that decoded to broken JSON, which a
+ * corrupt body can do before its CRC is reached) sends the relist, and every
+ * list after it, plain, checking what this one left; a body that ended
+ * before its list object closed is not complete.
+ */
+static void list_body_ended(struct kr_reflector *r, int err)
 {
-	char why[320];
-
-	/*
-	 * A corrupt gzip body or a bomb (or a list that decoded to broken JSON,
-	 * which a corrupt body can do before its CRC is reached): the relist,
-	 * and every list after it, goes plain, and checks what this one left.
-	 */
 	if (err != 0 && r->gzip_list && (gzip_error(r->top) || r->stream_error) && !r->top->gzip_broken) {
 		r->top->gzip_broken = 1;
 		r->list_verify = 1;
@@ -1424,59 +1429,8 @@ static void end_list(struct kr_reflector *r, int err, const char *reason)
 		       "from now on", r->res.name,
 		       gzip_error(r->top) ? gzip_error(r->top) : "it decoded to malformed JSON");
 	}
-
-	if (again_after_move(r, again_list_page))
-		return;
-	if (err == 0 && r->status == 200 && !r->stream_error) {
-		if (kr_json_items_eof(&r->items) == 0 && r->list_complete) {
-			list_done(r);
-			return;
-		}
-		list_failed(r, "the list response ended early");
-		return;
-	}
-	if (err != 0) {
-		list_failed(r, reason);
-		return;
-	}
-	if (r->status == 200) {
-		list_failed(r, "malformed list response");
-		return;
-	}
-	if (honour_retry_after(r, again_list_page))
-		return;
-	kr_snprintf(why, sizeof(why), "%d %s: %s", r->status, r->err_reason, r->err_message);
-	/* The pager: an expired continue token -> one full list at the original RV. */
-	if (r->continue_token[0] && strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry) {
-		kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
-		r->expired++;   /* a 410 answer like any other (kreflect_expired_total) */
-		/* A list of its own: what the pages marked seen may be gone by now. */
-		r->gen++;
-		r->skipped = 0;
-		r->skipped_known = 0;
-		r->skipped_arena = 0;
-		r->list_full_retry = 1;
-		r->continue_token[0] = '\0';
-		r->list_limit = 0;
-		r->list_pages = 0;
-		request(r, REQ_LIST);
-		return;
-	}
-	/* 410 or TooLarge on the first page: at once again with RV "" (consistent read). */
-	if (is_expired(r))
-		r->expired++;
-	if ((is_expired(r) || r->err_too_large) && !r->continue_token[0] && !r->list_expired_retried) {
-		kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
-		       r->res.name, r->list_req_rv, r->err_reason);
-		r->rv_unavailable = 1;
-		r->list_expired_retried = 1;
-		r->list_has_rv = 0;
-		r->list_req_rv[0] = '\0';
-		r->list_pages = 0;
-		request(r, REQ_LIST);
-		return;
-	}
-	list_failed(r, why);
+	if (err == 0 && r->status == 200 && !r->stream_error && kr_json_items_eof(&r->items) != 0)
+		r->list_complete = 0;
 }
 
 static void watch_list_fallback(struct kr_reflector *r, int remember, const char *why)
@@ -1498,23 +1452,51 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
 
 /* --- how a watch-list or a watch ended, and what comes next ------------------------ */
 
+/*
+ * A list's Status that the pager acts on before the status code, each way
+ * once per list: an expired continue token (a full list), an RV it cannot
+ * serve on the first page (the latest). KR_OC_N when neither.
+ */
+static enum kr_outcome list_status(const struct kr_reflector *r)
+{
+	if (r->continue_token[0])
+		return strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry ? KR_OC_TOKEN_EXPIRED : KR_OC_N;
+	if (r->list_expired_retried)
+		return KR_OC_N;
+	return is_expired(r) ? KR_OC_GONE : r->err_too_large ? KR_OC_TOO_LARGE : KR_OC_N;
+}
+
 enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_ms_t now)
 {
+	int list = r->phase == KR_PH_LIST;
+	enum kr_outcome o;
+
 	if (r->tail_lost)
 		return KR_OC_MOVED;
 	/* No head: nothing of the body (events, ERROR, stream error) either. */
 	if (r->status == 0 && err != 0)
 		return err == KR_EPROTO ? KR_OC_BAD_HEAD : KR_OC_NO_ANSWER;
+	if (list && r->status == 200 && err == 0 && !r->stream_error) {
+		if (!r->list_complete)
+			return KR_OC_ENDED_EARLY;
+		return r->items.continue_token[0] ? KR_OC_PAGE : KR_OC_COMPLETE;
+	}
+	/* A list body that broke off, or an error answer cut short: what it said is not whole. */
+	if (list && (err != 0 || r->status == 200))
+		return KR_OC_STREAM_ERROR;
 	if (r->status != 200) {
 		if (retry_after_due(r))
 			return KR_OC_RETRY_AFTER;
+		if (list && (o = list_status(r)) != KR_OC_N)
+			return o;
 		if (r->status == 429)
 			return KR_OC_THROTTLED;
 		if (r->status == 401 || r->status == 403)
 			return KR_OC_REFUSED;
-		if (is_expired(r))
+		/* A list's are list_status's, once. */
+		if (!list && is_expired(r))
 			return KR_OC_GONE;
-		if (r->err_too_large)
+		if (!list && r->err_too_large)
 			return KR_OC_TOO_LARGE;
 		if (r->status == 400 || r->status == 405 || r->status == 422)
 			return KR_OC_REJECTED;
@@ -1544,8 +1526,10 @@ enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_m
 	return KR_OC_CLOSED;
 }
 
+#define L KR_PH_LIST
 #define WL KR_PH_WATCHLIST
 #define W KR_PH_WATCH
+#define LF KR_RULE_LIST_FAILED
 #define ERRS KR_RULE_ERRORS
 #define EXP KR_RULE_EXPIRED
 
@@ -1579,7 +1563,10 @@ enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_m
 	X(RT_W_ERROR, "watch ERROR event") \
 	X(RT_NOT_HELD, "an event could not be held") \
 	X(RT_ROOM, "a delete made room for objects the last sync could not hold") \
-	X(RT_VERY_SHORT_LONG, "very short watch: the watch lasted less than a second with no events")
+	X(RT_VERY_SHORT_LONG, "very short watch: the watch lasted less than a second with no events") \
+	X(RT_LIST_FAILED, "list failed") \
+	X(RT_ENDED_EARLY, "the list response ended early") \
+	X(RT_LIST_MALFORMED, "malformed list response")
 #define KR_RULE_TEXT_ENUM(name, text) name,
 #define KR_RULE_TEXT_STR(text_name, text) text "\0"
 enum { RT_NONE, KR_RULE_TEXTS(KR_RULE_TEXT_ENUM) RT_N };
@@ -1592,6 +1579,38 @@ static const char *rule_text(unsigned i)
 }
 
 const struct kr_rule kr_reflect_rules[] = {
+	/* --- list: ListAndWatch's paginated LIST, page by page (client-go's pager) ------ */
+	/* kreflect: the shared tail was taken mid-object: the same page after a backoff step. test: sim seed 23 */
+	{ L, KR_OC_MOVED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_CUT, 0 },
+	/* client-go: the list's error -> backoff, a new ListAndWatch (relist at the last RV). test: ListFails/no-answer */
+	{ L, KR_OC_NO_ANSWER, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, 0 },
+	/* as NO_ANSWER: a head that does not parse (or a coding not asked for). test: ListFails/bad-head */
+	{ L, KR_OC_BAD_HEAD, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, 0 },
+	/* client-go: a page whose continue token asks for more: the next page, without an RV. test: TestReflectorWatchListPageSize */
+	{ L, KR_OC_PAGE, KR_STEP_NEXT_PAGE, -1, 0, 0, 0 },
+	/* client-go: the last page: synced at the list's RV (its first page's), then a watch from it. test: TestReflectorListAndWatch/list */
+	{ L, KR_OC_COMPLETE, KR_STEP_SYNCED, -1, 0, 0, 0 },
+	/* client-go: a body that ends before the list object closes fails the list: backoff, relist. test: ListFails/ended-early */
+	{ L, KR_OC_ENDED_EARLY, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, RT_ENDED_EARLY },
+	/* client-go: a body cut short, broken chunking or JSON (or an error answer cut short): the same. test: ListCutMidBody */
+	{ L, KR_OC_STREAM_ERROR, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, RT_LIST_MALFORMED },
+	/* client-go's REST layer: the same page after Retry-After, at most 10 times. test: ListRetryAfter */
+	{ L, KR_OC_RETRY_AFTER, KR_STEP_RETRY_AFTER, -1, 0, 0, 0 },
+	/* client-go's pager: 410 Expired on a continue token -> one full list at the original RV, no limit. test: TestReflectorFullListIfExpired */
+	{ L, KR_OC_TOKEN_EXPIRED, KR_STEP_FULL_LIST, -1, EXP, 0, 0 },
+	/* client-go: a 429 with no Retry-After (or none left) fails the list: backoff, relist. test: ListFails/429 */
+	{ L, KR_OC_THROTTLED, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+	/* client-go: 401 (the token re-read did not help) or 403: the same. test: ListFails/403 */
+	{ L, KR_OC_REFUSED, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+	/* client-go: isExpiredError on the first page -> isLastSyncResourceVersionUnavailable: at once at RV "", once. test: TestReflectorExpiredExactResourceVersion */
+	{ L, KR_OC_GONE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: isTooLargeResourceVersionError on the first page: the same. test: TestReflectorFullListIfTooLarge */
+	{ L, KR_OC_TOO_LARGE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: 400, 405, 422: the list failed: backoff, relist. test: ListFails/422 */
+	{ L, KR_OC_REJECTED, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+	/* client-go: any other status (a 410 after the RV "" retry included): the same. test: TestReflectorListAndWatchWithErrors */
+	{ L, KR_OC_HTTP_ERROR, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+
 	/* --- watch-list: ListAndWatch's sendInitialEvents stream, before its end bookmark --- */
 	/* kreflect: the shared tail was taken mid-object: the same watch-list after a backoff step. test: sim seed 458 */
 	{ WL, KR_OC_MOVED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_CUT, 0 },
@@ -1677,8 +1696,10 @@ const struct kr_rule kr_reflect_rules[] = {
 
 const int kr_reflect_nrules = (int)(sizeof(kr_reflect_rules) / sizeof(kr_reflect_rules[0]));
 
+#undef L
 #undef WL
 #undef W
+#undef LF
 #undef ERRS
 #undef EXP
 
@@ -1692,11 +1713,11 @@ const struct kr_rule *kr_reflect_rule(int phase, enum kr_outcome o)
 	return NULL;
 }
 
-/* A watch-list or a watch ended: one classification, one row of the table, its step. */
-static void end_watch(struct kr_reflector *r, int err, const char *reason)
+/* A list, a watch-list or a watch ended: one classification, one row of the table, its step. */
+static void end_request(struct kr_reflector *r, int err, const char *reason)
 {
-	int wl = r->phase == KR_PH_WATCHLIST;
-	void (*again)(struct kr_reflector *) = wl ? again_watch_list : again_watch;
+	int wl = r->phase == KR_PH_WATCHLIST, list = r->phase == KR_PH_LIST;
+	void (*again)(struct kr_reflector *) = list ? again_list_page : wl ? again_watch_list : again_watch;
 	enum kr_outcome o;
 	const struct kr_rule *rule;
 	const char *why;
@@ -1704,6 +1725,8 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 
 	if (wl)
 		kr_loop_timer_cancel(r->top->loop, &r->deadline);
+	if (list)
+		list_body_ended(r, err);
 	o = kr_reflector_outcome(r, err, kr_port_now_ms());
 	rule = kr_reflect_rule(r->phase, o);
 	if (!rule)
@@ -1723,18 +1746,29 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		unreachable(r);
 	}
 	why = rule_text(rule->why);
-	if (!why) {
-		if (!wl)
+	if (!why || (rule->flags & KR_RULE_LIST_FAILED)) {
+		if (list)
+			kr_snprintf(text, sizeof(text), "%d %s: %s", r->status, r->err_reason, r->err_message);
+		else if (!wl)
 			kr_snprintf(text, sizeof(text), "watch got %d %s: %s", r->status, r->err_reason,
 				    r->err_message);
 		else if (r->error_event)
 			kr_snprintf(text, sizeof(text), "ERROR %d %s", r->err_code, r->err_reason);
 		else
 			kr_snprintf(text, sizeof(text), "%d %s", r->status, r->err_reason);
-		why = text;
+		if (!why)
+			why = text;
 	}
-	if (rule->warn || (rule->flags & KR_RULE_WARN_WHY))
+	if (rule->flags & KR_RULE_LIST_FAILED) {
+		/* What failed: the connection's reason, the row's text, or the server's Status. */
+		if (r->status == 0)
+			unreachable(r);
+		list_latest_after_partial(r);
+		kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name,
+		       err ? reason : rule->warn ? rule_text(rule->warn) : text);
+	} else if (rule->warn || (rule->flags & KR_RULE_WARN_WHY)) {
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, rule->warn ? rule_text(rule->warn) : why);
+	}
 	switch ((enum kr_step)rule->step) {
 	case KR_STEP_AGAIN:
 		if (wl)
@@ -1752,6 +1786,10 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		honour_retry_after(r, again);
 		return;
 	case KR_STEP_LATEST:
+		if (list) {
+			list_latest(r);
+			return;
+		}
 		r->rv_unavailable = 1;
 		request(r, REQ_WATCHLIST);
 		return;
@@ -1761,6 +1799,15 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	case KR_STEP_FALLBACK:
 	case KR_STEP_FALLBACK_FOR_GOOD:
 		watch_list_fallback(r, rule->step == KR_STEP_FALLBACK_FOR_GOOD, why);
+		return;
+	case KR_STEP_NEXT_PAGE:
+		next_page(r);
+		return;
+	case KR_STEP_SYNCED:
+		list_synced(r);
+		return;
+	case KR_STEP_FULL_LIST:
+		full_list(r);
 		return;
 	case KR_STEP_N:
 		return;
@@ -1804,17 +1851,8 @@ static void on_end(void *arg, int err, const char *reason)
 	       err ? reason : "");
 	if (r->status == 401 && retry_unauthorized(r))
 		return;
-	switch (r->phase) {
-	case KR_PH_LIST:
-		end_list(r, err, reason);
-		return;
-	case KR_PH_WATCHLIST:
-	case KR_PH_WATCH:
-		end_watch(r, err, reason);
-		return;
-	case KR_PH_IDLE:
-		return;
-	}
+	if (r->phase != KR_PH_IDLE)
+		end_request(r, err, reason);
 }
 
 /* --- requests ------------------------------------------------------------------------------ */

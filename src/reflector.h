@@ -267,20 +267,26 @@ int kr_reflect_ready(const struct kr_reflect *top);
 size_t kr_reflector_held(const struct kr_reflector *r, size_t *present);
 
 /*
- * How a watch-list or a watch request ended, read once (kr_reflector_outcome)
- * in this order: the first that holds. The step that follows is in the
- * decision table kr_reflect_rules (reflector.c; src/README.md "How a
- * request ends").
+ * How a list, a watch-list or a watch request ended, read once
+ * (kr_reflector_outcome) in this order: the first that holds. The step that
+ * follows is in the decision table kr_reflect_rules (reflector.c;
+ * src/README.md "How a request ends").
  */
 enum kr_outcome {
 	KR_OC_MOVED,                   /* another resource took the tail mid-object */
 	KR_OC_NO_ANSWER,               /* no response head: refused, unreachable, TLS, DNS */
 	KR_OC_BAD_HEAD,                /* no response head: a malformed one (KR_EPROTO) */
+	KR_OC_PAGE,                    /* list: a whole page whose continue token asks for more */
+	KR_OC_COMPLETE,                /* list: its last page, whole */
+	KR_OC_ENDED_EARLY,             /* list: a 200 body that ended before the list object closed */
+	/* (list: an error after the head, or a 200 body that broke, is STREAM_ERROR here) */
 	KR_OC_RETRY_AFTER,             /* 429 or 5xx with Retry-After, retries left */
+	KR_OC_TOKEN_EXPIRED,           /* list: 410 Expired on a continue token, the full list not yet made */
 	KR_OC_THROTTLED,               /* HTTP 429 */
 	KR_OC_REFUSED,                 /* HTTP 401 (the token re-read did not help) or 403 */
-	KR_OC_GONE,                    /* another 4xx/5xx whose Status says Expired/Gone */
-	KR_OC_TOO_LARGE,               /* another 4xx/5xx: ResourceVersionTooLarge */
+	KR_OC_GONE,                    /* another 4xx/5xx whose Status says Expired/Gone (list:
+					  checked before 429/401/403, on the first page, once) */
+	KR_OC_TOO_LARGE,               /* another 4xx/5xx: ResourceVersionTooLarge (the same) */
 	KR_OC_REJECTED,                /* HTTP 400, 405 or 422: the server cannot do this */
 	KR_OC_HTTP_ERROR,              /* any other HTTP status */
 	KR_OC_ERROR_429,               /* an ERROR event, code 429 */
@@ -301,23 +307,28 @@ enum kr_step {
 	KR_STEP_AGAIN,                 /* the same request at once (re-watch, or watch-list again) */
 	KR_STEP_BACKOFF_AGAIN,         /* a backoff step, then the same request (same RV) */
 	KR_STEP_RETRY_AFTER,           /* the same request after the server's Retry-After */
-	KR_STEP_LATEST,                /* watch-list again at once at RV "" (the latest) */
+	KR_STEP_LATEST,                /* the same request again at once at RV "" (the latest):
+					  watch-list, or a list's first page (once a list) */
 	KR_STEP_BACKOFF_RELIST,        /* a backoff step, then a new ListAndWatch at the last RV */
 	KR_STEP_FALLBACK,              /* a LIST instead, watch-list tried again next time */
 	KR_STEP_FALLBACK_FOR_GOOD,     /* a LIST instead, and paginated lists from now on */
+	KR_STEP_NEXT_PAGE,             /* the list's next page, with its continue token */
+	KR_STEP_SYNCED,                /* the list is complete: synced, then a watch from its RV */
+	KR_STEP_FULL_LIST,             /* the pager's full list at the original RV, no limit */
 	KR_STEP_N
 };
 
 /* One row of the decision table: in phase, after outcome, do step. */
 struct kr_rule {
-	unsigned char phase;           /* KR_PH_WATCHLIST or KR_PH_WATCH */
+	unsigned char phase;           /* KR_PH_LIST, KR_PH_WATCHLIST or KR_PH_WATCH */
 	unsigned char outcome;         /* enum kr_outcome */
 	unsigned char step;            /* enum kr_step */
 	signed char restart;           /* enum kr_restart counted, or -1 */
 	unsigned char flags;           /* KR_RULE_... */
 	unsigned char why;             /* the backoff's reason, a text of reflector.c's
 					  rule_texts (0: the status, in words) */
-	unsigned char warn;            /* a text logged as a warning first, or 0 */
+	unsigned char warn;            /* a text logged as a warning first, or 0 (with
+					  KR_RULE_LIST_FAILED: what failed, when no reason) */
 };
 
 #define KR_RULE_ERRORS 1u              /* counts in r->errors */
@@ -325,6 +336,10 @@ struct kr_rule {
 #define KR_RULE_EXPIRED 4u             /* counts in r->expired if the Status says expired */
 #define KR_RULE_EXPIRED_410 8u         /* counts in r->expired if the HTTP status is 410 */
 #define KR_RULE_WARN_WHY 16u           /* logs the why as a warning */
+#define KR_RULE_LIST_FAILED 32u        /* logs "list failed: " and what failed (the connection's
+					  reason, the warn text, or the Status); unreachable() with
+					  no answer; the next list is the latest if this one put
+					  objects out */
 
 extern const struct kr_rule kr_reflect_rules[];
 extern const int kr_reflect_nrules;

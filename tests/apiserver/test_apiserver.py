@@ -362,6 +362,19 @@ class TestList(Base):
         r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})   # used up
         self.assertEqual(len(json.loads(gzip.decompress(r.body))["items"]), 200)
 
+    def test_short_body_fault(self):
+        self.make("sb", "a", "b")
+        for chunked in (False, True):
+            self.ctl.settings(list_chunked=chunked)
+            self.ctl.fault(kind="short_body", bytes=40)
+            r = self.get(NS % "sb")                   # framed whole: the client reads a clean end
+            self.assertEqual((r.status, len(r.body)), (200, 40), chunked)
+            with self.assertRaises(ValueError):
+                json.loads(r.body)
+            self.assertEqual(self.names(self.get_json(NS % "sb")), ["a", "b"])   # used up
+        with self.assertRaises(Exception):
+            self.ctl.fault(kind="short_body")
+
 
 # =========================================================================== watch
 
