@@ -109,53 +109,79 @@ struct kr_reflector {
 					  events before its end bookmark */
 	int paginated_result;
 
-	/* the list in progress */
-	char list_req_rv[KR_RV_MAX];   /* the RV asked for on its first page */
-	int list_has_rv;               /* resourceVersion sent ("" is not the same as absent) */
-	int list_limit;                /* 0: no limit */
-	int list_full_retry;           /* the pager's one full list after an expired continue */
-	int list_expired_retried;      /* the RV="" retry after 410/TooLarge was made */
-	int list_pages;
-	int list_complete;             /* the items framer saw the end of the list object */
-	char list_rv[KR_RV_MAX];       /* RV of the first page */
-	char continue_token[KR_JSON_CONTINUE_MAX];
+	/*
+	 * The sync attempt in progress: a list's items add up over its pages, so
+	 * these outlive one request; start_list, the pager's full list and each
+	 * watch or watch-list request reset them (new_attempt); gen moves on with
+	 * each list and watch-list.
+	 */
 	int skipped;                   /* items/events that could not be parsed or held */
 	int skipped_known;             /* of them, named but not indexed (no room) */
 	int skipped_arena;             /* of those, for want of arena bytes (the index had a slot) */
-	int gzip_list;                 /* the list request in flight asked for gzip */
+	uint32_t gen;                  /* seen mark of the current (re)list */
+	/* The list in progress, across its pages and retries: reset as a whole by start_list. */
+	struct kr_list_state {
+		char req_rv[KR_RV_MAX];        /* the RV asked for on its first page */
+		int has_rv;                    /* resourceVersion sent ("" is not the same as absent) */
+		int limit;                     /* 0: no limit */
+		int full_retry;                /* the pager's one full list after an expired continue */
+		int expired_retried;           /* the RV="" retry after 410/TooLarge was made */
+		int pages;
+		char rv[KR_RV_MAX];            /* RV of the first page */
+		char continue_token[KR_JSON_CONTINUE_MAX];
+	} list;
+	/*
+	 * Across lists: the list that holds the shared inflater keeps it while its
+	 * connection has a request (list_gzip); a relist after a broken gzip list
+	 * compares what it left, until a list completes.
+	 */
+	int gzip_list;                 /* the last list request asked for gzip */
 	int list_verify;               /* relist after a broken gzip list: compare unchanged items */
 
-	/* the response in progress */
-	int status;
-	unsigned long auth_gen;        /* token reloads when the request was sent */
+	/*
+	 * Across the requests of one cycle: the 401 retry is one request more, the
+	 * Retry-After count is the same request's (reset by each new list, watch
+	 * and cycle).
+	 */
 	int auth_retried;              /* a 401 was already retried with a new token */
-	long retry_after_s;
 	int retry_after_count;
-	int stream_error;              /* the body broke framing or JSON */
-	int tail_lost;                 /* ended: another resource took the tail mid-object */
-	int error_event;               /* an ERROR event arrived: its Status below */
-	int err_code;
-	char err_reason[64];
-	char err_message[256];
-	int err_too_large;             /* a cause of type ResourceVersionTooLarge */
-	int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
-	uint32_t gen;                  /* seen mark of the current (re)list */
-	kr_ms_t watch_start;
-	unsigned long events;          /* events in this watch */
-	int propagate;                 /* ADDED events move last_rv */
-	kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
-	struct kr_json_framer framer;
-	struct kr_json_items items;
-	char *scratch;
-	size_t scratch_cap;
-	size_t scratch_used;           /* the store's tail (used, compactions) when named */
-	unsigned long scratch_compactions;
-	int scratch_moved;             /* renamed mid-object: the object in progress is lost */
-	struct kr_skipped_name skip;   /* the object in progress, once it outgrew its space */
+	/* Across requests: when the last body bytes came, for the health report and the deadlines. */
+	kr_ms_t body_at;
 	int tail_waiting;              /* holding its bytes back until the tail is free */
 	struct kr_timer tail_wait;     /* when to look at the tail again */
 	struct kr_timer room;          /* relist after a partial sync that left room */
-	kr_ms_t body_at;               /* when the last body bytes were taken */
+
+	/*
+	 * The request and response in progress: reset as a whole (zeroed) by
+	 * request() before each request goes out; nothing here outlives it.
+	 */
+	struct kr_req_state {
+		int status;
+		unsigned long auth_gen;        /* token reloads when the request was sent */
+		long retry_after_s;
+		int stream_error;              /* the body broke framing or JSON */
+		int tail_lost;                 /* ended: another resource took the tail mid-object */
+		int error_event;               /* an ERROR event arrived: its Status below */
+		int err_code;
+		char err_reason[64];
+		char err_message[256];
+		int err_too_large;             /* a cause of type ResourceVersionTooLarge */
+		int list_complete;             /* the items framer saw the end of the list object */
+		int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
+		int room_relist;               /* a delete after a partial sync: relist for the rest */
+		kr_ms_t watch_start;           /* when a watch or watch-list request went out */
+		unsigned long events;          /* events in this watch */
+		int propagate;                 /* ADDED events move last_rv */
+		kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
+		struct kr_json_framer framer;
+		struct kr_json_items items;
+		char *scratch;
+		size_t scratch_cap;
+		size_t scratch_used;           /* the store's tail (used, compactions) when named */
+		unsigned long scratch_compactions;
+		int scratch_moved;             /* renamed mid-object: the object in progress is lost */
+		struct kr_skipped_name skip;   /* the object in progress, once it outgrew its space */
+	} req;
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
@@ -164,7 +190,6 @@ struct kr_reflector {
 					  index some, or some are present but not held */
 	int unindexed;                 /* objects the last sync named but could not index */
 	int unread;                    /* objects the last sync could not even name */
-	int room_relist;               /* a delete after a partial sync: relist for the rest */
 	enum kr_health told_state;      /* the last state given to top->on_state */
 	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
 	int restored;                  /* started from a state snapshot, not yet confirmed live */

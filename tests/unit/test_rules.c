@@ -50,107 +50,107 @@ static int end_as(struct kr_reflector *r, int phase, int o)
 
 	memset(r, 0, sizeof(*r));
 	r->phase = (enum kr_phase)phase;
-	r->status = 200;
-	r->retry_after_s = -1;
-	r->watch_start = NOW - 5000;
-	r->events = 3;
+	r->req.status = 200;
+	r->req.retry_after_s = -1;
+	r->req.watch_start = NOW - 5000;
+	r->req.events = 3;
 	switch (o) {
 	case KR_OC_MOVED:
-		r->tail_lost = 1;
-		r->stream_error = 1;  /* what ended the body does not matter */
+		r->req.tail_lost = 1;
+		r->req.stream_error = 1;  /* what ended the body does not matter */
 		break;
 	case KR_OC_NO_ANSWER:
-		r->status = 0;
-		r->events = 0;
+		r->req.status = 0;
+		r->req.events = 0;
 		err = KR_ETLS;
 		break;
 	case KR_OC_BAD_HEAD:
-		r->status = 0;
-		r->events = 0;
+		r->req.status = 0;
+		r->req.events = 0;
 		err = KR_EPROTO;
 		break;
 	case KR_OC_PAGE:
-		r->list_complete = 1;
-		kr_snprintf(r->items.continue_token, sizeof(r->items.continue_token), "%s", "next");
+		r->req.list_complete = 1;
+		kr_snprintf(r->req.items.continue_token, sizeof(r->req.items.continue_token), "%s", "next");
 		break;
 	case KR_OC_COMPLETE:
-		r->list_complete = 1;
+		r->req.list_complete = 1;
 		break;
 	case KR_OC_ENDED_EARLY:
 		break;  /* a 200 whose list object did not close */
 	case KR_OC_TOKEN_EXPIRED:
-		r->status = 410;
-		r->err_code = 410;
-		kr_snprintf(r->err_reason, sizeof(r->err_reason), "%s", "Expired");
-		kr_snprintf(r->continue_token, sizeof(r->continue_token), "%s", "page2");
+		r->req.status = 410;
+		r->req.err_code = 410;
+		kr_snprintf(r->req.err_reason, sizeof(r->req.err_reason), "%s", "Expired");
+		kr_snprintf(r->list.continue_token, sizeof(r->list.continue_token), "%s", "page2");
 		break;
 	case KR_OC_RETRY_AFTER:
-		r->status = 503;
-		r->retry_after_s = 2;
+		r->req.status = 503;
+		r->req.retry_after_s = 2;
 		r->retry_after_count = 3;
 		break;
 	case KR_OC_THROTTLED:
-		r->status = 429;
-		r->retry_after_s = 2;
+		r->req.status = 429;
+		r->req.retry_after_s = 2;
 		r->retry_after_count = 10;  /* retries used up: a plain 429 */
 		break;
 	case KR_OC_REFUSED:
-		r->status = 403;
+		r->req.status = 403;
 		break;
 	case KR_OC_GONE:
-		r->status = 410;
-		r->err_code = 410;
-		kr_snprintf(r->err_reason, sizeof(r->err_reason), "%s", "Gone");
+		r->req.status = 410;
+		r->req.err_code = 410;
+		kr_snprintf(r->req.err_reason, sizeof(r->req.err_reason), "%s", "Gone");
 		break;
 	case KR_OC_TOO_LARGE:
-		r->status = 504;
-		r->err_code = 504;
-		kr_snprintf(r->err_reason, sizeof(r->err_reason), "%s", "Timeout");
-		r->err_too_large = 1;
+		r->req.status = 504;
+		r->req.err_code = 504;
+		kr_snprintf(r->req.err_reason, sizeof(r->req.err_reason), "%s", "Timeout");
+		r->req.err_too_large = 1;
 		break;
 	case KR_OC_REJECTED:
-		r->status = 422;
+		r->req.status = 422;
 		break;
 	case KR_OC_HTTP_ERROR:
-		r->status = 500;
+		r->req.status = 500;
 		break;
 	case KR_OC_ERROR_429:
-		r->error_event = 1;
-		r->err_code = 429;
+		r->req.error_event = 1;
+		r->req.err_code = 429;
 		break;
 	case KR_OC_ERROR_GONE:
-		r->error_event = 1;
-		r->err_code = 410;
-		kr_snprintf(r->err_reason, sizeof(r->err_reason), "%s", "Expired");
+		r->req.error_event = 1;
+		r->req.err_code = 410;
+		kr_snprintf(r->req.err_reason, sizeof(r->req.err_reason), "%s", "Expired");
 		break;
 	case KR_OC_ERROR_TOO_LARGE:
-		r->error_event = 1;
-		r->err_code = 504;
-		r->err_too_large = 1;
+		r->req.error_event = 1;
+		r->req.err_code = 504;
+		r->req.err_too_large = 1;
 		break;
 	case KR_OC_ERROR_NO_PROGRESS:
-		r->error_event = 1;
-		r->err_code = 500;
-		kr_snprintf(r->err_message, sizeof(r->err_message), "%s", "the server does not support RequestWatchProgress");
+		r->req.error_event = 1;
+		r->req.err_code = 500;
+		kr_snprintf(r->req.err_message, sizeof(r->req.err_message), "%s", "the server does not support RequestWatchProgress");
 		break;
 	case KR_OC_ERROR_EVENT:
-		r->error_event = 1;
-		r->err_code = 500;
-		kr_snprintf(r->err_reason, sizeof(r->err_reason), "%s", "InternalError");
+		r->req.error_event = 1;
+		r->req.err_code = 500;
+		kr_snprintf(r->req.err_reason, sizeof(r->req.err_reason), "%s", "InternalError");
 		break;
 	case KR_OC_STREAM_ERROR:
 		err = KR_EPROTO;  /* broken chunking after the head */
-		r->list_complete = 1;  /* a list: what came is not whole however it looked */
+		r->req.list_complete = 1;  /* a list: what came is not whole however it looked */
 		break;
 	case KR_OC_NOT_HELD:
 		r->skipped = 1;
 		break;
 	case KR_OC_ROOM:
-		r->room_relist = 1;
+		r->req.room_relist = 1;
 		break;
 	case KR_OC_VERY_SHORT:
-		r->watch_start = NOW - 10;
-		r->events = 0;
+		r->req.watch_start = NOW - 10;
+		r->req.events = 0;
 		break;
 	default:
 		err = KR_ECLOSED;  /* a dropped stream ends as a clean end does */
@@ -226,7 +226,7 @@ KR_TEST(rules, watch_list_with_objects_not_held_is_not_a_relist)
 	int err = end_as(&r, KR_PH_WATCHLIST, KR_OC_CLOSED);
 
 	r.skipped = 5;
-	r.room_relist = 1;
+	r.req.room_relist = 1;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_CLOSED);
 	r.phase = KR_PH_WATCH;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_NOT_HELD);
@@ -242,15 +242,15 @@ KR_TEST(rules, the_first_that_holds)
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_RETRY_AFTER);
 	r.retry_after_count = 10;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_HTTP_ERROR);
-	r.tail_lost = 1;
+	r.req.tail_lost = 1;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_MOVED);
 	/* An ERROR event with Expired and TooLarge is expired (client-go's isExpiredError first). */
 	err = end_as(&r, KR_PH_WATCH, KR_OC_ERROR_GONE);
-	r.err_too_large = 1;
+	r.req.err_too_large = 1;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_ERROR_GONE);
 	/* A very short watch that carried an event is a clean end. */
 	err = end_as(&r, KR_PH_WATCH, KR_OC_VERY_SHORT);
-	r.events = 1;
+	r.req.events = 1;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_CLOSED);
 	return 0;
 }
@@ -293,18 +293,18 @@ KR_TEST(rules, a_list_reads_the_pager_state)
 		int err = end_as(&r, KR_PH_LIST, cases[i].from);
 
 		if (cases[i].status)
-			r.status = cases[i].status;
+			r.req.status = cases[i].status;
 		if (cases[i].reason)
-			kr_snprintf(r.err_reason, sizeof(r.err_reason), "%s", cases[i].reason);
-		r.list_expired_retried = cases[i].retried;
-		r.list_full_retry = cases[i].full;
-		r.err_too_large |= cases[i].too_large;
-		r.stream_error = cases[i].stream_error;
+			kr_snprintf(r.req.err_reason, sizeof(r.req.err_reason), "%s", cases[i].reason);
+		r.list.expired_retried = cases[i].retried;
+		r.list.full_retry = cases[i].full;
+		r.req.err_too_large |= cases[i].too_large;
+		r.req.stream_error = cases[i].stream_error;
 		if (cases[i].err)
 			err = cases[i].err;
 		if (cases[i].quick) {
-			r.events = 0;
-			r.watch_start = NOW - 10;
+			r.req.events = 0;
+			r.req.watch_start = NOW - 10;
 		}
 		if (kr_reflector_outcome(&r, err, NOW) != (enum kr_outcome)cases[i].want) {
 			kr_test_failed(__FILE__, (int)i, "another outcome");
