@@ -8,7 +8,7 @@
 #include "port.h"
 
 #define VERY_SHORT_WATCH_MS 1000
-#define ROOM_RELIST_MS 1000         /* after a partial sync that left room: relist */
+#define ROOM_RELIST_MS 1000         /* after a partial sync that left room, or a delete while partial: relist */
 #define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
 #define TAIL_STALL_MS 2000             /* an object in the tail silent this long may be cut */
 #define WL_DEADLINE_CAP 10             /* initial events: at most 10 quiet times in all */
@@ -635,6 +635,7 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	r->unindexed = r->skipped_known;
 	r->unread = r->skipped - r->skipped_known;
 	r->partial = lacks_objects(r);
+	r->synced_partial = r->partial;
 	/*
 	 * The sweep may have freed the room the list lacked: list again for the
 	 * rest, soon. Index slots for those not indexed; arena bytes for those
@@ -852,11 +853,16 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 	if (wt != WT_ADDED)
 		r->req.propagate = 1;
 	watch_partial(r);
-	/* The objects a partial sync could not index or hold may fit now: relist for them. */
-	if (r->phase == KR_PH_WATCH && r->partial && wt == WT_DELETED) {
-		r->req.room_relist = 1;
-		return -1;
-	}
+	/*
+	 * The objects a partial sync could not index or hold may fit now (or the
+	 * deletes took them all, and a SYNCED should say the mirror is whole):
+	 * one relist for them, a moment later (on_room), while the watch goes on
+	 * taking the rest of a burst of deletes. Ending the watch here relisted
+	 * at this delete's RV (exact, when paginated), one delete at a time,
+	 * each after a longer backoff.
+	 */
+	if (r->phase == KR_PH_WATCH && (r->partial || r->synced_partial) && wt == WT_DELETED && !r->room.armed)
+		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
 	return 0;
 }
 
@@ -1521,8 +1527,6 @@ enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_m
 	/* During a watch-list, objects not held make its sync partial, not a relist. */
 	if (r->phase == KR_PH_WATCH && r->skipped)
 		return KR_OC_NOT_HELD;
-	if (r->phase == KR_PH_WATCH && r->req.room_relist)
-		return KR_OC_ROOM;
 	if (now - r->req.watch_start < VERY_SHORT_WATCH_MS && r->req.events == 0)
 		return KR_OC_VERY_SHORT;
 	return KR_OC_CLOSED;
@@ -1564,7 +1568,6 @@ enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_m
 	X(RT_W_EXPIRED, "watch expired") \
 	X(RT_W_ERROR, "watch ERROR event") \
 	X(RT_NOT_HELD, "an event could not be held") \
-	X(RT_ROOM, "a delete made room for objects the last sync could not hold") \
 	X(RT_VERY_SHORT_LONG, "very short watch: the watch lasted less than a second with no events") \
 	X(RT_LIST_FAILED, "list failed") \
 	X(RT_ENDED_EARLY, "the list response ended early") \
@@ -1686,9 +1689,6 @@ const struct kr_rule kr_reflect_rules[] = {
 	{ W, KR_OC_STREAM_ERROR, KR_STEP_BACKOFF_AGAIN, KR_RS_STREAM_ERROR, ERRS, RT_W_MALFORMED, 0 },
 	/* kreflect: an event not held: relist for it (the sync says partial). test: CapacityObjectsByWatch */
 	{ W, KR_OC_NOT_HELD, KR_STEP_BACKOFF_RELIST, KR_RS_NOT_HELD, 0, RT_NOT_HELD, 0 },
-	/* kreflect: a delete made room after a partial sync: relist for the rest. test: CapacityBytesByWatch */
-	{ W, KR_OC_ROOM, KR_STEP_BACKOFF_RELIST, KR_RS_NOT_HELD, 0,
-	  RT_ROOM, 0 },
 	/* client-go: RT_VERY_SHORT: relist after a backoff step. test: VeryShortWatchRelists */
 	{ W, KR_OC_VERY_SHORT, KR_STEP_BACKOFF_RELIST, KR_RS_VERY_SHORT, 0, RT_VERY_SHORT,
 	  RT_VERY_SHORT_LONG },
@@ -1741,8 +1741,6 @@ static void end_request(struct kr_reflector *r, int err, const char *reason)
 		r->expired += is_expired(r);
 	if ((rule->flags & KR_RULE_EXPIRED_410) && r->req.status == 410)
 		r->expired++;
-	if (o == KR_OC_NOT_HELD || o == KR_OC_ROOM)
-		r->req.room_relist = 0;
 	if (rule->flags & KR_RULE_NO_ANSWER) {
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
 		unreachable(r);
@@ -1985,6 +1983,8 @@ static void start_cycle(struct kr_reflector *r)
 
 	r->cycle_start = kr_port_now_ms();
 	r->retry_after_count = 0;
+	/* This relist is the one a room timer would make: its sync arms it again if need be. */
+	kr_loop_timer_cancel(top->loop, &r->room);
 	if (r->synced)
 		r->relists++;
 	if (top->opts.watch_list == KR_WL_OFF ||
@@ -2029,14 +2029,20 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 	watch_list_fallback(r, 1, why);
 }
 
-/* A partial sync left room behind it (stale objects swept at its end): relist. */
+/*
+ * A partial sync left room behind it (stale objects swept at its end), or a
+ * delete made room while partial (watch_event): one relist for the objects
+ * it could not hold, however many deletes came meanwhile. Also when the
+ * deletes left nothing missing: its SYNCED says the mirror is whole.
+ */
 static void on_room(struct kr_loop *loop, struct kr_timer *t)
 {
 	struct kr_reflector *r = t->arg;
 
 	(void)loop;
-	if (r->phase != KR_PH_WATCH || !r->partial)
+	if (r->phase != KR_PH_WATCH || !(r->partial || r->synced_partial))
 		return;
+	r->restarts[KR_RS_NOT_HELD]++;
 	kr_conn_close(&r->conn, "relisting for objects the last sync had no room for");
 	backoff_then(r, start_cycle, "the last sync left room for objects it could not hold");
 }
@@ -2173,6 +2179,7 @@ static void warm_synced(struct kr_reflector *r, int restored)
 	r->unindexed = 0;
 	r->unread = 0;
 	r->partial = lacks_objects(r);
+	r->synced_partial = r->partial;
 	ev.partial = r->partial;
 	if (!restored)
 		r->restored = 0;

@@ -62,7 +62,8 @@ enum kr_restart {
 	KR_RS_STREAM_ERROR,            /* broken framing, chunking or JSON */
 	KR_RS_CONNECTION,              /* no answer: refused, unreachable, TLS */
 	KR_RS_VERY_SHORT,              /* under a second with no events */
-	KR_RS_NOT_HELD,                /* an event could not be held: relist */
+	KR_RS_NOT_HELD,                /* an event could not be held, or room came while
+					  partial (the room timer): relist */
 	KR_RS_N
 };
 
@@ -149,7 +150,8 @@ struct kr_reflector {
 	kr_ms_t body_at;
 	int tail_waiting;              /* holding its bytes back until the tail is free */
 	struct kr_timer tail_wait;     /* when to look at the tail again */
-	struct kr_timer room;          /* relist after a partial sync that left room */
+	struct kr_timer room;          /* relist after a partial sync that left room, or a
+					  delete while partial (on_room) */
 
 	/*
 	 * The request and response in progress: reset as a whole (zeroed) by
@@ -168,7 +170,6 @@ struct kr_reflector {
 		int err_too_large;             /* a cause of type ResourceVersionTooLarge */
 		int list_complete;             /* the items framer saw the end of the list object */
 		int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
-		int room_relist;               /* a delete after a partial sync: relist for the rest */
 		kr_ms_t watch_start;           /* when a watch or watch-list request went out */
 		unsigned long events;          /* events in this watch */
 		int propagate;                 /* ADDED events move last_rv */
@@ -190,6 +191,8 @@ struct kr_reflector {
 					  index some, or some are present but not held */
 	int unindexed;                 /* objects the last sync named but could not index */
 	int unread;                    /* objects the last sync could not even name */
+	int synced_partial;            /* the last SYNCED said partial: a delete relists (on_room)
+					  until one says whole */
 	enum kr_health told_state;      /* the last state given to top->on_state */
 	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
 	int restored;                  /* started from a state snapshot, not yet confirmed live */
@@ -321,7 +324,6 @@ enum kr_outcome {
 	KR_OC_ERROR_EVENT,             /* any other ERROR event */
 	KR_OC_STREAM_ERROR,            /* broken framing, chunking or JSON in the body */
 	KR_OC_NOT_HELD,                /* watch: an event could not be held (r->skipped) */
-	KR_OC_ROOM,                    /* watch: a delete made room after a partial sync */
 	KR_OC_VERY_SHORT,              /* under a second and no event */
 	KR_OC_CLOSED,                  /* a clean end (timeoutSeconds) or a dropped stream */
 	KR_OC_N

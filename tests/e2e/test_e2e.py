@@ -2601,6 +2601,37 @@ def t_capacity_bytes_by_watch(s):
     check(not anomalies, "event stream: %s" % anomalies[:3])
 
 
+@scenario("PartialDeleteBurstOneRelist", 10)
+def t_partial_delete_burst_one_relist(s):
+    """--page-size, the arena full (the mirror partial), then a burst of
+    deletes that frees room: the first delete starts the room timer once and
+    the watch goes on taking the rest; the timer's one relist fills the
+    mirror (and its SYNCED says whole). Not a relist per delete, each at
+    that delete's resourceVersion (exact, paginated) and after a longer
+    backoff: that took four relists and was not whole after 30 s."""
+    s.server("--initial", 300, "--initial-size", 1024, rv0_ignores_limit=False)
+    kr = s.kreflect("--arena-bytes", "256K", "--watch-list", "off", "--page-size", "40")
+    syn = kr.wait_synced(timeout=15)[0]
+    check(syn.get("partial") is True, "SYNCED %s" % syn)
+    s.ctl.wait_watches(1, timeout=10)
+    before = len(s.reqs())
+    t0 = time.monotonic()
+    for burst in range(4):        # 200 deletes in four bursts a quarter second apart
+        for i in range(50):
+            s.delete("cm-%05d" % (299 - 50 * burst - i))
+        time.sleep(0.25)
+    converge_after_room(s, kr, "after the deletes", timeout=30)
+    took = time.monotonic() - t0
+    s.settle()
+    after = s.reqs()[before:]
+    relists = [e for e in after if req_kind(e) == "L" and "continue" not in e["query"]]
+    check(len(relists) == 1, "%d relists after the deletes (took %.1f s to whole), expected one: %s"
+          % (len(relists), took, ["+%.2fs" % (e["time"] - t0) for e in relists]))
+    check(took < late(6), "whole %.1f s after the first delete, expected one relist within about 3 s" % took)
+    _, anomalies = kr.mirror()
+    check(not anomalies, "event stream: %s" % anomalies[:3])
+
+
 @scenario("ArenaExhaustedWatchList", 8)
 def t_arena_exhausted_watch_list(s):
     """The arena used up to its last byte by objects present but not held: the

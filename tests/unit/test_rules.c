@@ -29,9 +29,9 @@ static int list_only(int o)
 }
 
 /*
- * A list has no events: no ERROR event, nothing not held or made room for,
+ * A list has no events: no ERROR event, nothing not held,
  * no very short or clean end (a 200 body is whole, ended early or broken).
- * A watch-list can never end NOT_HELD or ROOM: its objects not held make the
+ * A watch-list can never end NOT_HELD: its objects not held make the
  * sync partial.
  */
 static int possible(int phase, int o)
@@ -40,7 +40,7 @@ static int possible(int phase, int o)
 		return list_only(o) || o <= KR_OC_HTTP_ERROR || o == KR_OC_STREAM_ERROR;
 	if (list_only(o))
 		return 0;
-	return phase == KR_PH_WATCH || (o != KR_OC_NOT_HELD && o != KR_OC_ROOM);
+	return phase == KR_PH_WATCH || o != KR_OC_NOT_HELD;
 }
 
 /* A response in r, in phase, that ended as outcome o; returns on_end's err. */
@@ -145,9 +145,6 @@ static int end_as(struct kr_reflector *r, int phase, int o)
 	case KR_OC_NOT_HELD:
 		r->skipped = 1;
 		break;
-	case KR_OC_ROOM:
-		r->req.room_relist = 1;
-		break;
 	case KR_OC_VERY_SHORT:
 		r->req.watch_start = NOW - 10;
 		r->req.events = 0;
@@ -226,7 +223,6 @@ KR_TEST(rules, watch_list_with_objects_not_held_is_not_a_relist)
 	int err = end_as(&r, KR_PH_WATCHLIST, KR_OC_CLOSED);
 
 	r.skipped = 5;
-	r.req.room_relist = 1;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_CLOSED);
 	r.phase = KR_PH_WATCH;
 	check(kr_reflector_outcome(&r, err, NOW) == KR_OC_NOT_HELD);
