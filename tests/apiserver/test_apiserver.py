@@ -362,6 +362,13 @@ class TestList(Base):
         r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})   # used up
         self.assertEqual(len(json.loads(gzip.decompress(r.body))["items"]), 200)
 
+    def test_delete_many(self):
+        self.make("dm", "a", "b", "c")
+        rv0 = self.rv()
+        out = self.ctl.delete_many("configmaps", "dm", ["a", "c"])
+        self.assertEqual((out["deleted"], out["resourceVersion"]), (2, str(rv0 + 2)))
+        self.assertEqual(self.names(self.get_json(NS % "dm")), ["b"])
+
     def test_short_body_fault(self):
         self.make("sb", "a", "b")
         for chunked in (False, True):
