@@ -1168,7 +1168,8 @@ static void let_go_if_too_large(struct kr_reflector *r)
 {
 	int list = r->phase == KR_PH_LIST;
 
-	if (r->req.skip.state || !(list ? kr_json_items_outgrown(&r->req.items) : kr_json_framer_outgrown(&r->req.framer)))
+	if (r->req.skip.state ||
+	    !(list ? kr_json_items_outgrown(&r->req.items) : kr_json_framer_outgrown(&r->req.framer)))
 		return;
 	name_skipped(r, list ? r->req.items.f.len : r->req.framer.len, list ? "" : "object.");
 	if (list)
@@ -1467,8 +1468,11 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
  */
 static enum kr_outcome list_status(const struct kr_reflector *r)
 {
-	if (r->list.continue_token[0])
-		return strcmp(r->req.err_reason, "Expired") == 0 && !r->list.full_retry ? KR_OC_TOKEN_EXPIRED : KR_OC_N;
+	if (r->list.continue_token[0]) {
+		if (strcmp(r->req.err_reason, "Expired") == 0 && !r->list.full_retry)
+			return KR_OC_TOKEN_EXPIRED;
+		return KR_OC_N;
+	}
 	if (r->list.expired_retried)
 		return KR_OC_N;
 	return is_expired(r) ? KR_OC_GONE : r->req.err_too_large ? KR_OC_TOO_LARGE : KR_OC_N;
@@ -1748,7 +1752,8 @@ static void end_request(struct kr_reflector *r, int err, const char *reason)
 	why = rule_text(rule->why);
 	if (!why || (rule->flags & KR_RULE_LIST_FAILED)) {
 		if (list)
-			kr_snprintf(text, sizeof(text), "%d %s: %s", r->req.status, r->req.err_reason, r->req.err_message);
+			kr_snprintf(text, sizeof(text), "%d %s: %s", r->req.status, r->req.err_reason,
+				    r->req.err_message);
 		else if (!wl)
 			kr_snprintf(text, sizeof(text), "watch got %d %s: %s", r->req.status, r->req.err_reason,
 				    r->req.err_message);
