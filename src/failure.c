@@ -37,15 +37,15 @@ void kr_reflector_classify_failure(struct kr_reflector *r)
 	int code = 0;
 	enum kr_failure f;
 
-	if (r->status != 200 && r->status != 0) {
-		code = r->status;
-		f = of_status(code, r->err_reason);
-	} else if (r->error_event) {
-		code = r->err_code;
-		f = of_status(code, r->err_reason);
-	} else if (r->stream_error || (r->conn.fail_err == KR_EPROTO && r->conn.fail_state == KR_CONN_RECEIVING)) {
+	if (r->req.status != 200 && r->req.status != 0) {
+		code = r->req.status;
+		f = of_status(code, r->req.err_reason);
+	} else if (r->req.error_event) {
+		code = r->req.err_code;
+		f = of_status(code, r->req.err_reason);
+	} else if (r->req.stream_error || (r->conn.fail_err == KR_EPROTO && r->conn.fail_state == KR_CONN_RECEIVING)) {
 		f = KR_FAIL_PROTOCOL;
-	} else if (r->status == 0) {
+	} else if (r->req.status == 0) {
 		/* No answer: where the connection broke says which. */
 		if (r->conn.fail_state == KR_CONN_RESOLVING)
 			f = KR_FAIL_DNS;
@@ -61,5 +61,5 @@ void kr_reflector_classify_failure(struct kr_reflector *r)
 	r->failure.cls = f;
 	r->failure.http_status = code;
 	kr_snprintf(r->failure.status_reason, sizeof(r->failure.status_reason), "%s",
-		    code ? r->err_reason : "");
+		    code ? r->req.err_reason : "");
 }

@@ -8,7 +8,7 @@
 #include "port.h"
 
 #define VERY_SHORT_WATCH_MS 1000
-#define ROOM_RELIST_MS 1000         /* after a partial sync that left room: relist */
+#define ROOM_RELIST_MS 1000         /* after a partial sync that left room, or a delete while partial: relist */
 #define MAX_RETRY_AFTER 10             /* client-go's REST layer retries */
 #define TAIL_STALL_MS 2000             /* an object in the tail silent this long may be cut */
 #define WL_DEADLINE_CAP 10             /* initial events: at most 10 quiet times in all */
@@ -165,20 +165,20 @@ static void read_status(struct kr_reflector *r, const char *json, const kr_json_
 	int v, causes, i;
 	long long code = 0;
 
-	r->err_code = 0;
-	r->err_reason[0] = r->err_message[0] = '\0';
-	r->err_too_large = 0;
+	r->req.err_code = 0;
+	r->req.err_reason[0] = r->req.err_message[0] = '\0';
+	r->req.err_too_large = 0;
 	if ((v = kr_json_find(json, t, n, o, "code")) >= 0 && kr_json_int(json, &t[v], &code) == 0)
-		r->err_code = (int)code;
+		r->req.err_code = (int)code;
 	if ((v = kr_json_find(json, t, n, o, "reason")) >= 0)
-		kr_json_unescape(json, &t[v], r->err_reason, sizeof(r->err_reason));
+		kr_json_unescape(json, &t[v], r->req.err_reason, sizeof(r->req.err_reason));
 	if ((v = kr_json_find(json, t, n, o, "message")) >= 0 &&
-	    kr_json_unescape(json, &t[v], r->err_message, sizeof(r->err_message)) == KR_ETOOBIG) {
+	    kr_json_unescape(json, &t[v], r->req.err_message, sizeof(r->req.err_message)) == KR_ETOOBIG) {
 		/* Long messages are cut, not lost. */
 		size_t len = (size_t)(t[v].end - t[v].start);
 
-		kr_snprintf(r->err_message, sizeof(r->err_message), "%.*s...",
-			 (int)(len < sizeof(r->err_message) - 4 ? len : sizeof(r->err_message) - 4),
+		kr_snprintf(r->req.err_message, sizeof(r->req.err_message), "%.*s...",
+			 (int)(len < sizeof(r->req.err_message) - 4 ? len : sizeof(r->req.err_message) - 4),
 			 json + t[v].start);
 	}
 	causes = kr_json_find(json, t, n, o, "details.causes");
@@ -188,21 +188,21 @@ static void read_status(struct kr_reflector *r, const char *json, const kr_json_
 				continue;
 			v = kr_json_find(json, t, n, i, "reason");
 			if (v >= 0 && kr_json_str_eq(json, &t[v], "ResourceVersionTooLarge"))
-				r->err_too_large = 1;
+				r->req.err_too_large = 1;
 			v = kr_json_find(json, t, n, i, "message");
 			if (v >= 0 && kr_json_str_eq(json, &t[v], "Too large resource version"))
-				r->err_too_large = 1;
+				r->req.err_too_large = 1;
 		}
 	}
-	if (strstr(r->err_message, "Too large resource version") && r->err_code == 504)
-		r->err_too_large = 1;
+	if (strstr(r->req.err_message, "Too large resource version") && r->req.err_code == 504)
+		r->req.err_too_large = 1;
 }
 
 /* client-go's isExpiredError: reason Expired or Gone, or a 410 with no reason. */
 static int is_expired(const struct kr_reflector *r)
 {
-	return strcmp(r->err_reason, "Expired") == 0 || strcmp(r->err_reason, "Gone") == 0 ||
-	       (r->err_code == 410 && r->err_reason[0] == '\0');
+	return strcmp(r->req.err_reason, "Expired") == 0 || strcmp(r->req.err_reason, "Gone") == 0 ||
+	       (r->req.err_code == 410 && r->req.err_reason[0] == '\0');
 }
 
 /* --- objects ------------------------------------------------------------------------ */
@@ -329,7 +329,7 @@ static MEASURED size_t settle_object(struct kr_reflector *r, char *json, size_t 
 	if (!top->opts.keep_managed_fields)
 		end -= len - strip_managed_fields(json, len, t, n, ix[OK_META]);
 	objlen = end - start;
-	if (need_kind && objlen >= 2 && objlen + KIND_ROOM <= r->scratch_cap) {
+	if (need_kind && objlen >= 2 && objlen + KIND_ROOM <= r->req.scratch_cap) {
 		char head[KIND_ROOM];
 		int h;
 
@@ -340,13 +340,13 @@ static MEASURED size_t settle_object(struct kr_reflector *r, char *json, size_t 
 			h = kr_snprintf(head, sizeof(head), "{\"kind\":\"%s\",\"apiVersion\":\"%s\"%s",
 				     r->res.kind, r->res.version, objlen > 2 ? "," : "");
 		if (h > 0 && (size_t)h < sizeof(head)) {
-			memmove(r->scratch + h, json + start + 1, objlen - 1);
-			memcpy(r->scratch, head, (size_t)h);
+			memmove(r->req.scratch + h, json + start + 1, objlen - 1);
+			memcpy(r->req.scratch, head, (size_t)h);
 			return objlen - 1 + (size_t)h;
 		}
 	}
 	if (start)
-		memmove(r->scratch, json + start, objlen);
+		memmove(r->req.scratch, json + start, objlen);
 	return objlen;
 }
 
@@ -364,16 +364,16 @@ static void repair_object(struct kr_reflector *r, const struct meta *m, size_t o
 	struct kr_store_view gone;
 	int res;
 
-	if (!held->held || (held->objlen == objlen && memcmp(held->obj, r->scratch, objlen) == 0))
+	if (!held->held || (held->objlen == objlen && memcmp(held->obj, r->req.scratch, objlen) == 0))
 		return;
 	kr_log(KR_LOG_WARN, "%s: %s differs from the copy the broken gzip list left; replacing it",
 	       r->res.name, m->key);
 	/* As for a changed uid: the sinks drop the bad copy and take the good one. */
 	kr_store_delete(s, r->index, m->key, m->keylen, &gone);
 	emit_view(r, KR_EV_DELETED, &gone);
-	res = kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen, NULL);
+	res = kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->req.scratch, objlen, r->gen, NULL);
 	if (res == KR_STORE_ADDED)
-		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+		emit(r, KR_EV_ADDED, m->key, m->rv, r->req.scratch, objlen, 0);
 }
 
 /*
@@ -411,12 +411,20 @@ static int hold_in_place(struct kr_reflector *r, const struct meta *m, size_t ob
 	kr_store_delete(s, r->index, m->key, m->keylen, NULL);
 	/* Moves only records below the tail: the new object, framed there, stays whole. */
 	kr_store_compact(s);
-	if (kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen, NULL) !=
+	if (kr_store_put(s, r->index, m->key, m->keylen, m->rv, m->uid, r->req.scratch, objlen, r->gen, NULL) !=
 		    KR_STORE_ADDED ||
 	    !kr_store_get(s, r->index, m->key, m->keylen, &now))
 		return 1; /* cannot happen: the room was counted above */
 	emit(r, replaced ? KR_EV_ADDED : KR_EV_MODIFIED, m->key, m->rv, now.obj, now.objlen, 0);
 	return 1;
+}
+
+/* A sync attempt starts: nothing of it skipped yet (the counts outlive its requests: a list's pages). */
+static void new_attempt(struct kr_reflector *r)
+{
+	r->skipped = 0;
+	r->skipped_known = 0;
+	r->skipped_arena = 0;
 }
 
 #define ARENA_USED_UP "the arena is used up"
@@ -443,12 +451,12 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 
 	if (hold_in_place(r, m, objlen))
 		return;
-	res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid, r->scratch, objlen, r->gen,
+	res = kr_store_put(r->top->store, r->index, m->key, m->keylen, m->rv, m->uid, r->req.scratch, objlen, r->gen,
 			   &old);
 
 	switch (res) {
 	case KR_STORE_ADDED:
-		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+		emit(r, KR_EV_ADDED, m->key, m->rv, r->req.scratch, objlen, 0);
 		break;
 	case KR_STORE_MODIFIED:
 		if (r->list_verify && r->phase == KR_PH_LIST) {
@@ -458,14 +466,14 @@ static void apply_object(struct kr_reflector *r, const struct meta *m, size_t ob
 			 * sinks drop it and take the server's, never a MODIFIED going back.
 			 */
 			emit_view(r, KR_EV_DELETED, &old);
-			emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+			emit(r, KR_EV_ADDED, m->key, m->rv, r->req.scratch, objlen, 0);
 			break;
 		}
-		emit(r, KR_EV_MODIFIED, m->key, m->rv, r->scratch, objlen, 0);
+		emit(r, KR_EV_MODIFIED, m->key, m->rv, r->req.scratch, objlen, 0);
 		break;
 	case KR_STORE_REPLACED:
 		emit_view(r, KR_EV_DELETED, &old);
-		emit(r, KR_EV_ADDED, m->key, m->rv, r->scratch, objlen, 0);
+		emit(r, KR_EV_ADDED, m->key, m->rv, r->req.scratch, objlen, 0);
 		break;
 	case KR_STORE_UNCHANGED:
 		if (r->list_verify && r->phase == KR_PH_LIST)
@@ -525,27 +533,27 @@ static void next_output(struct kr_reflector *r)
 		else
 			want = free_tail > slack ? free_tail - slack : 0;
 	}
-	r->scratch = kr_store_scratch(s, want, &r->scratch_cap);
+	r->req.scratch = kr_store_scratch(s, want, &r->req.scratch_cap);
 	/*
 	 * A tail used up (by objects present but not held, down to 0 bytes) must
 	 * still read bookmarks and name the objects it cannot hold: the spare
 	 * buffer, shared like the tail. kr_store_put copies an object from it
 	 * if the arena has room after all.
 	 */
-	if (r->scratch_cap < sizeof(r->top->spare)) {
-		r->scratch = r->top->spare;
-		r->scratch_cap = sizeof(r->top->spare);
+	if (r->req.scratch_cap < sizeof(r->top->spare)) {
+		r->req.scratch = r->top->spare;
+		r->req.scratch_cap = sizeof(r->top->spare);
 	}
-	if (r->scratch_cap > KR_MAX_OBJECT_BYTES + KIND_ROOM)
-		r->scratch_cap = KR_MAX_OBJECT_BYTES + KIND_ROOM;
-	r->scratch_used = s->used;
-	r->scratch_compactions = s->compactions;
+	if (r->req.scratch_cap > KR_MAX_OBJECT_BYTES + KIND_ROOM)
+		r->req.scratch_cap = KR_MAX_OBJECT_BYTES + KIND_ROOM;
+	r->req.scratch_used = s->used;
+	r->req.scratch_compactions = s->compactions;
 }
 
 /* List items leave room to add kind and apiVersion. */
 static size_t item_cap(const struct kr_reflector *r)
 {
-	return r->scratch_cap > KIND_ROOM ? r->scratch_cap - KIND_ROOM : 0;
+	return r->req.scratch_cap > KIND_ROOM ? r->req.scratch_cap - KIND_ROOM : 0;
 }
 
 /* --- watch events ------------------------------------------------------------------- */
@@ -627,6 +635,7 @@ static void synced(struct kr_reflector *r, const char *rv, const char *how)
 	r->unindexed = r->skipped_known;
 	r->unread = r->skipped - r->skipped_known;
 	r->partial = lacks_objects(r);
+	r->synced_partial = r->partial;
 	/*
 	 * The sweep may have freed the room the list lacked: list again for the
 	 * rest, soon. Index slots for those not indexed; arena bytes for those
@@ -725,7 +734,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 {
 	struct kr_reflect *top = r->top;
 	kr_json_tok *t = top->toks;
-	char *json = r->scratch, type[16] = "";
+	char *json = r->req.scratch, type[16] = "";
 	struct meta m;
 	enum watch_type wt = WT_UNKNOWN;
 	int n, o = -1, v, ix[OK_N] = { -1, -1, -1 };
@@ -744,19 +753,19 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 				return -1;
 			return 0;
 		}
-		r->stream_error = 1;
+		r->req.stream_error = 1;
 		return -1;
 	}
 	if (n < 0) {
 		kr_log(KR_LOG_ERROR, "%s: watch event without type or object", r->res.name);
-		r->stream_error = 1;
+		r->req.stream_error = 1;
 		return -1;
 	}
 	if (wt == WT_ERROR) {
 		read_status(r, json, t, n, o);
-		r->error_event = 1;
+		r->req.error_event = 1;
 		kr_log(KR_LOG_WARN, "%s: watch ended by the server: %d %s: %s", r->res.name,
-		       r->err_code, r->err_reason, r->err_message);
+		       r->req.err_code, r->req.err_reason, r->req.err_message);
 		return -1;
 	}
 	if (wrong_kind(r, json, t, ix)) {
@@ -772,25 +781,25 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 			kr_log(KR_LOG_WARN, "%s: skipped a bookmark without resourceVersion", r->res.name);
 			return 0;
 		}
-		r->events++;
+		r->req.events++;
 		ann = kr_json_find(json, t, n, md, "annotations");
 		if (ann >= 0)
 			ann = kr_json_find_key(json, t, n, ann, INITIAL_EVENTS_END,
 					       sizeof(INITIAL_EVENTS_END) - 1);
 		/* Gaps within one stream only: the server's timer restarts with each watch. */
-		if (r->last_bookmark && kr_cadence_saw_gap(&top->cadence, now - r->last_bookmark)) {
+		if (r->req.last_bookmark && kr_cadence_saw_gap(&top->cadence, now - r->req.last_bookmark)) {
 			kr_log(KR_LOG_DEBUG, "%s: bookmarks every %lld ms or more; watches are dropped "
 			       "after %d ms without a byte", r->res.name, (long long)kr_cadence_get(&top->cadence),
 			       kr_cadence_idle_ms(&top->cadence));
 			watches_take_cadence(top);
 		}
-		r->last_bookmark = now;
+		r->req.last_bookmark = now;
 		if (r->phase == KR_PH_WATCHLIST) {
 			if (ann >= 0 && kr_json_str_eq(json, &t[ann], "true")) {
-				r->bookmark_seen = 1;
+				r->req.bookmark_seen = 1;
 				kr_loop_timer_cancel(top->loop, &r->deadline);
 				r->phase = KR_PH_WATCH;
-				r->propagate = 1;
+				r->req.propagate = 1;
 				synced(r, m.rv, "watch-list");
 			}
 			return 0;
@@ -802,7 +811,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		kr_log(KR_LOG_WARN, "%s: skipped a %s event without metadata", r->res.name, type);
 		return 0;
 	}
-	r->events++;
+	r->req.events++;
 	if (r->phase == KR_PH_WATCHLIST) {
 		/*
 		 * Events keep a stream that never sends the end bookmark open: quiet
@@ -810,7 +819,7 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		 * bounded by WL_DEADLINE_CAP times the quiet time from the start.
 		 */
 		kr_ms_t quiet = kr_port_now_ms() + top->opts.initial_events_timeout_ms;
-		kr_ms_t cap = r->watch_start + WL_DEADLINE_CAP * (kr_ms_t)top->opts.initial_events_timeout_ms;
+		kr_ms_t cap = r->req.watch_start + WL_DEADLINE_CAP * (kr_ms_t)top->opts.initial_events_timeout_ms;
 
 		kr_loop_timer_at(top->loop, &r->deadline, quiet < cap ? quiet : cap);
 		r->applied++;
@@ -833,28 +842,33 @@ static int watch_event(struct kr_reflector *r, size_t len, int pre)
 		 * store dropped it.
 		 */
 		if (kr_store_delete(top->store, r->index, m.key, m.keylen, &old) && old.held)
-			emit(r, KR_EV_DELETED, m.key, m.rv, r->scratch, objlen, 0);
+			emit(r, KR_EV_DELETED, m.key, m.rv, r->req.scratch, objlen, 0);
 	} else {
 		kr_log(KR_LOG_WARN, "%s: skipped an event of unknown type %s", r->res.name, type);
 		return 0;
 	}
 	/* During the watch-list's initial events the RV moves only at the bookmark. */
-	if (r->phase == KR_PH_WATCH && (r->propagate || wt != WT_ADDED))
+	if (r->phase == KR_PH_WATCH && (r->req.propagate || wt != WT_ADDED))
 		copy_str(r->last_rv, sizeof(r->last_rv), m.rv);
 	if (wt != WT_ADDED)
-		r->propagate = 1;
+		r->req.propagate = 1;
 	watch_partial(r);
-	/* The objects a partial sync could not index or hold may fit now: relist for them. */
-	if (r->phase == KR_PH_WATCH && r->partial && wt == WT_DELETED) {
-		r->room_relist = 1;
-		return -1;
-	}
+	/*
+	 * The objects a partial sync could not index or hold may fit now (or the
+	 * deletes took them all, and a SYNCED should say the mirror is whole):
+	 * one relist for them, a moment later (on_room), while the watch goes on
+	 * taking the rest of a burst of deletes. Ending the watch here relisted
+	 * at this delete's RV (exact, when paginated), one delete at a time,
+	 * each after a longer backoff.
+	 */
+	if (r->phase == KR_PH_WATCH && (r->partial || r->synced_partial) && wt == WT_DELETED && !r->room.armed)
+		kr_loop_timer_at(top->loop, &r->room, kr_port_now_ms() + ROOM_RELIST_MS);
 	return 0;
 }
 
 /*
  * Reads the name of an object too large for the space it had from its first
- * `have` bytes in the scratch area into r->skip. prefix is "" for a list
+ * `have` bytes in the scratch area into r->req.skip. prefix is "" for a list
  * item, "object." for a watch event.
  */
 static void name_skipped(struct kr_reflector *r, size_t have, const char *prefix)
@@ -864,13 +878,13 @@ static void name_skipped(struct kr_reflector *r, size_t have, const char *prefix
 	static const char *const event_paths[] = { "object.metadata.name", "object.metadata.namespace",
 						   "object.metadata.resourceVersion", "object.metadata.uid",
 						   "type" };
-	struct kr_skipped_name *k = &r->skip;
+	struct kr_skipped_name *k = &r->req.skip;
 	char v[5][KR_JSON_PREFIX_VALUE];
 	int found, len;
 
 	k->state = -1;
 	k->have = have;
-	kr_json_prefix_strings(r->scratch, have, prefix[0] ? event_paths : item_paths, 5, v, &found);
+	kr_json_prefix_strings(r->req.scratch, have, prefix[0] ? event_paths : item_paths, 5, v, &found);
 	if (!v[0][0] || !v[2][0] || strlen(v[2]) >= sizeof(k->rv) || strlen(v[3]) >= sizeof(k->uid))
 		return;
 	len = v[1][0] ? kr_snprintf(k->key, sizeof(k->key), "%s/%s", v[1], v[0])
@@ -893,7 +907,7 @@ static void name_skipped(struct kr_reflector *r, size_t have, const char *prefix
  */
 static int skipped_object(struct kr_reflector *r, size_t have, size_t size, const char *prefix)
 {
-	struct kr_skipped_name *k = &r->skip;
+	struct kr_skipped_name *k = &r->req.skip;
 	int res;
 
 	if (!k->state)
@@ -947,7 +961,7 @@ static int list_item(struct kr_reflector *r, size_t len)
 {
 	kr_json_tok *t = r->top->toks;
 	struct meta m;
-	int n = kr_json_parse_sel(r->scratch, len, t, KR_JSON_TOKENS, sel_item_paths, ITEM_PATHS);
+	int n = kr_json_parse_sel(r->req.scratch, len, t, KR_JSON_TOKENS, sel_item_paths, ITEM_PATHS);
 	int ix[OK_N];
 	int32_t idx;
 
@@ -959,8 +973,8 @@ static int list_item(struct kr_reflector *r, size_t len)
 		return 0;
 	}
 	if (n > 0)
-		kr_json_members(r->scratch, t, n, 0, object_keys, OK_N, ix);
-	if (n < 0 || read_meta(r->scratch, t, n, ix, &m) != 0) {
+		kr_json_members(r->req.scratch, t, n, 0, object_keys, OK_N, ix);
+	if (n < 0 || read_meta(r->req.scratch, t, n, ix, &m) != 0) {
 		r->skipped++;
 		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: %s", r->res.name, len,
 		       n < 0 ? "malformed JSON" : "no metadata.name");
@@ -969,10 +983,10 @@ static int list_item(struct kr_reflector *r, size_t len)
 	idx = kr_store_index(r->top->store, r->index, m.key, m.keylen);
 	if (idx >= 0 && r->top->store->entries[idx].seen == r->gen) {
 		kr_log(KR_LOG_ERROR, "%s: malformed list response: it names %s twice", r->res.name, m.key);
-		r->stream_error = 1;
+		r->req.stream_error = 1;
 		return -1;
 	}
-	apply_object(r, &m, settle_object(r, r->scratch, len, t, n, 0, ix));
+	apply_object(r, &m, settle_object(r, r->req.scratch, len, t, n, 0, ix));
 	r->applied++;
 	return 0;
 }
@@ -983,37 +997,33 @@ static int on_head(void *arg, const struct kr_http_resp *resp)
 {
 	struct kr_reflector *r = arg;
 
-	r->status = resp->status;
-	if (r->status != 401)
+	r->req.status = resp->status;
+	if (r->req.status != 401)
 		r->auth_retried = 0;
-	if (r->status == 401 || r->status == 403)
-		kr_log(KR_LOG_WARN, "%s: the server answered %d %s", r->res.name, r->status,
-		       r->status == 401 ? "Unauthorized: the credentials were refused"
+	if (r->req.status == 401 || r->req.status == 403)
+		kr_log(KR_LOG_WARN, "%s: the server answered %d %s", r->res.name, r->req.status,
+		       r->req.status == 401 ? "Unauthorized: the credentials were refused"
 					: "Forbidden: check the RBAC rules for get, list and watch");
-	r->retry_after_s = kr_http_retry_after_delay(resp, kr_port_wall_seconds());
+	r->req.retry_after_s = kr_http_retry_after_delay(resp, kr_port_wall_seconds());
 	/*
 	 * The initial-events deadline is quiet time in a stream the server has
 	 * accepted: a late answer (APF queueing, a slow link) is not a server
 	 * that never sends the bookmark, and must not be remembered as one.
 	 */
-	if (r->status == 200)
+	if (r->req.status == 200)
 		tell_state(r, r->synced && r->phase == KR_PH_WATCH ? KR_HEALTH_SYNCED : KR_HEALTH_CONNECTED,
 			   NULL, 0);
-	if (r->phase == KR_PH_WATCHLIST && r->status == 200)
+	if (r->phase == KR_PH_WATCHLIST && r->req.status == 200)
 		kr_loop_timer_at(r->top->loop, &r->deadline,
 				 kr_port_now_ms() + r->top->opts.initial_events_timeout_ms);
 	/* The server accepted the saved resourceVersion: the restored mirror is live. */
-	if (r->phase == KR_PH_WATCH && r->status == 200 && RESTORED(r))
+	if (r->phase == KR_PH_WATCH && r->req.status == 200 && RESTORED(r))
 		warm_synced(r, 0);
 	/* The tail is named with the first body bytes (check_output), when it is free. */
-	kr_json_framer_init(&r->framer);
+	kr_json_framer_init(&r->req.framer);
 	/* A watch stream is one event per line: a line cut short is a broken stream. */
-	kr_json_framer_set_lines(&r->framer, r->status == 200);
-	kr_json_items_init(&r->items);
-	r->scratch = NULL;
-	r->scratch_cap = 0;
-	r->scratch_moved = 0;
-	r->skip.state = 0;
+	kr_json_framer_set_lines(&r->req.framer, r->req.status == 200);
+	kr_json_items_init(&r->req.items);
 	return 0;
 }
 
@@ -1023,13 +1033,13 @@ static long on_body_status(struct kr_reflector *r, const char *data, size_t len)
 	int res;
 
 	/* An error response: its Status body, kept only if it fits. */
-	res = kr_json_framer_feed(&r->framer, data, len, &used);
+	res = kr_json_framer_feed(&r->req.framer, data, len, &used);
 	if (res == KR_JSON_OBJECT) {
 		kr_json_tok *t = r->top->toks;
-		int n = kr_json_parse(r->scratch, r->framer.len, t, KR_JSON_TOKENS);
+		int n = kr_json_parse(r->req.scratch, r->req.framer.len, t, KR_JSON_TOKENS);
 
 		if (n > 0)
-			read_status(r, r->scratch, t, n, 0);
+			read_status(r, r->req.scratch, t, n, 0);
 	}
 	return (long)len;
 }
@@ -1048,9 +1058,9 @@ static long on_body_status(struct kr_reflector *r, const char *data, size_t len)
 /* Nonzero while r has half an object in its output buffer. */
 static int framing(const struct kr_reflector *r)
 {
-	if (r->phase == KR_PH_LIST && r->status == 200)
-		return kr_json_items_busy(&r->items);
-	return kr_json_framer_busy(&r->framer);
+	if (r->phase == KR_PH_LIST && r->req.status == 200)
+		return kr_json_items_busy(&r->req.items);
+	return kr_json_framer_busy(&r->req.framer);
 }
 
 /* Nonzero while r holds the tail: half an object in it, on a live response. */
@@ -1134,28 +1144,28 @@ static void check_output(struct kr_reflector *r)
 	struct kr_reflect *top = r->top;
 	struct kr_store *s = top->store;
 
-	if (r->scratch && top->tail_user == r && r->scratch_used == s->used &&
-	    r->scratch_compactions == s->compactions)
+	if (r->req.scratch && top->tail_user == r && r->req.scratch_used == s->used &&
+	    r->req.scratch_compactions == s->compactions)
 		return;
 	top->tail_user = r;
 	/* Sticky until the object ends: renamed again later, it is no longer "framing". */
 	if (framing(r))
-		r->scratch_moved = 1;
+		r->req.scratch_moved = 1;
 	next_output(r);
-	if (r->phase == KR_PH_LIST && r->status == 200)
-		kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
+	if (r->phase == KR_PH_LIST && r->req.status == 200)
+		kr_json_items_set_output(&r->req.items, r->req.scratch, item_cap(r));
 	else
-		kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
+		kr_json_framer_set_output(&r->req.framer, r->req.scratch, r->req.scratch_cap);
 }
 
 /* A SKIPPED object with nothing kept after check_output: it was cut by the move. */
 static int lost_by_move(struct kr_reflector *r, size_t kept)
 {
-	if (!r->scratch_moved || kept)
+	if (!r->req.scratch_moved || kept)
 		return 0;
 	kr_log(KR_LOG_INFO, "%s: another resource's object took the buffer of one in progress; "
 	       "reading it again", r->res.name);
-	r->tail_lost = 1;
+	r->req.tail_lost = 1;
 	r->tail_rereads++;
 	return 1;
 }
@@ -1170,13 +1180,14 @@ static void let_go_if_too_large(struct kr_reflector *r)
 {
 	int list = r->phase == KR_PH_LIST;
 
-	if (r->skip.state || !(list ? kr_json_items_outgrown(&r->items) : kr_json_framer_outgrown(&r->framer)))
+	if (r->req.skip.state ||
+	    !(list ? kr_json_items_outgrown(&r->req.items) : kr_json_framer_outgrown(&r->req.framer)))
 		return;
-	name_skipped(r, list ? r->items.f.len : r->framer.len, list ? "" : "object.");
+	name_skipped(r, list ? r->req.items.f.len : r->req.framer.len, list ? "" : "object.");
 	if (list)
-		kr_json_items_set_output(&r->items, NULL, 0);
+		kr_json_items_set_output(&r->req.items, NULL, 0);
 	else
-		kr_json_framer_set_output(&r->framer, NULL, 0);
+		kr_json_framer_set_output(&r->req.framer, NULL, 0);
 }
 
 /* Frames data[0..len) into the tail. Returns the bytes taken (fewer to yield the tail) or -1. */
@@ -1189,25 +1200,25 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 		int res;
 
 		if (r->phase == KR_PH_LIST) {
-			res = kr_json_items_feed(&r->items, data, left, &used);
+			res = kr_json_items_feed(&r->req.items, data, left, &used);
 			data += used;
 			left -= used;
 			if (res == KR_JSON_OBJECT) {
-				r->scratch_moved = 0;
-				if (list_item(r, r->items.len) < 0)
+				r->req.scratch_moved = 0;
+				if (list_item(r, r->req.items.len) < 0)
 					return -1;
 			} else if (res == KR_JSON_SKIPPED) {
-				if (lost_by_move(r, r->items.len))
+				if (lost_by_move(r, r->req.items.len))
 					return -1;
-				r->scratch_moved = 0;
-				skipped_object(r, r->items.len, r->items.skipped_bytes, "");
+				r->req.scratch_moved = 0;
+				skipped_object(r, r->req.items.len, r->req.items.skipped_bytes, "");
 			} else if (res == KR_JSON_END) {
-				r->list_complete = 1;
+				r->req.list_complete = 1;
 				continue;
 			} else if (res < 0) {
 				kr_log(KR_LOG_ERROR, "%s: malformed list response: %s", r->res.name,
-				       r->items.error ? r->items.error : "?");
-				r->stream_error = 1;
+				       r->req.items.error ? r->req.items.error : "?");
+				r->req.stream_error = 1;
 				return -1;
 			} else {
 				let_go_if_too_large(r);
@@ -1221,35 +1232,35 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 			 * by the framer; only if it is not exactly one valid object does the
 			 * framer take the same bytes, and decide as it always has.
 			 */
-			res = kr_json_framer_line(&r->framer, data, left, &used);
+			res = kr_json_framer_line(&r->req.framer, data, left, &used);
 			if (res == KR_JSON_OBJECT &&
-			    (pre = tokenize_event(r->scratch, r->framer.len, r->top->toks)) <= 0)
+			    (pre = tokenize_event(r->req.scratch, r->req.framer.len, r->top->toks)) <= 0)
 				res = 0;
 			if (res != KR_JSON_OBJECT) {
 				pre = 0;
-				res = kr_json_framer_feed(&r->framer, data, left, &used);
+				res = kr_json_framer_feed(&r->req.framer, data, left, &used);
 			}
 			data += used;
 			left -= used;
 			if (res == KR_JSON_OBJECT) {
-				r->scratch_moved = 0;
-				if (watch_event(r, r->framer.len, pre) < 0)
+				r->req.scratch_moved = 0;
+				if (watch_event(r, r->req.framer.len, pre) < 0)
 					return -1;
 			} else if (res == KR_JSON_SKIPPED) {
-				if (lost_by_move(r, r->framer.len))
+				if (lost_by_move(r, r->req.framer.len))
 					return -1;
-				r->scratch_moved = 0;
+				r->req.scratch_moved = 0;
 				/* A change that cannot even be named must not go unnoticed: relist. */
-				if (skipped_object(r, r->framer.len, r->framer.skipped_bytes, "object.") < 0 &&
+				if (skipped_object(r, r->req.framer.len, r->req.framer.skipped_bytes, "object.") < 0 &&
 				    r->phase == KR_PH_WATCH)
 					return -1;
 			} else if (res < 0) {
 				kr_log(KR_LOG_ERROR, "%s: unable to read the watch stream: %s; dropping it, "
-				       "%s%s", r->res.name, r->framer.error ? r->framer.error : "?",
+				       "%s%s", r->res.name, r->req.framer.error ? r->req.framer.error : "?",
 				       r->phase == KR_PH_WATCH ? "watching again from resourceVersion "
 							       : "falling back to a list",
 				       r->phase == KR_PH_WATCH ? r->last_rv : "");
-				r->stream_error = 1;
+				r->req.stream_error = 1;
 				return -1;
 			} else {
 				let_go_if_too_large(r);
@@ -1264,9 +1275,9 @@ static long take_body(struct kr_reflector *r, const char *data, size_t len)
 		}
 		next_output(r);
 		if (r->phase == KR_PH_LIST)
-			kr_json_items_set_output(&r->items, r->scratch, item_cap(r));
+			kr_json_items_set_output(&r->req.items, r->req.scratch, item_cap(r));
 		else
-			kr_json_framer_set_output(&r->framer, r->scratch, r->scratch_cap);
+			kr_json_framer_set_output(&r->req.framer, r->req.scratch, r->req.scratch_cap);
 	}
 	return (long)len;
 }
@@ -1280,7 +1291,7 @@ static long on_body(void *arg, const char *data, size_t len)
 		return 0;
 	r->body_at = kr_port_now_ms();
 	check_output(r);
-	took = r->status != 200 ? on_body_status(r, data, len) : take_body(r, data, len);
+	took = r->req.status != 200 ? on_body_status(r, data, len) : take_body(r, data, len);
 	if (took >= 0 && !framing(r))
 		tail_released(r->top, r);
 	return took;
@@ -1289,32 +1300,29 @@ static long on_body(void *arg, const char *data, size_t len)
 /* Retry-After on a 429 or any 5xx, with retries left (honour_retry_after). */
 static int retry_after_due(const struct kr_reflector *r)
 {
-	return (r->status == 429 || r->status >= 500) && r->retry_after_s >= 0 &&
+	return (r->req.status == 429 || r->req.status >= 500) && r->req.retry_after_s >= 0 &&
 	       r->retry_after_count < MAX_RETRY_AFTER;
 }
 
 /* After a 429 or any 5xx with Retry-After (client-go's REST layer): the same request again, at most 10 times. */
-static int honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
+static void honour_retry_after(struct kr_reflector *r, void (*again)(struct kr_reflector *))
 {
-	long s = r->retry_after_s;
+	long s = r->req.retry_after_s;
 
-	if (!retry_after_due(r))
-		return 0;
 	if (s > MAX_RETRY_AFTER_S)
 		s = MAX_RETRY_AFTER_S;
 	r->retry_after_count++;
 	kr_reflector_classify_failure(r);
 	kr_log(KR_LOG_WARN, "%s: server answered %d, retrying in %ld s as it asked", r->res.name,
-	       r->status, s);
+	       r->req.status, s);
 	wait_then(r, s * 1000, again);
 	tell_state(r, KR_HEALTH_BACKOFF, "the server asked to retry later (Retry-After)", s * 1000);
-	return 1;
 }
 
 /* The same page again: not one more page (list_pages picks the list's RV). */
 static void again_list_page(struct kr_reflector *r)
 {
-	r->list_pages--;
+	r->list.pages--;
 	request(r, REQ_LIST);
 }
 
@@ -1328,37 +1336,53 @@ static void again_watch_list(struct kr_reflector *r)
 	request(r, REQ_WATCHLIST);
 }
 
-/*
- * The response was ended because another resource took the store's tail
- * in the middle of one of ours (lost_by_move), which it does only after our
- * stream sent nothing for TAIL_STALL_MS mid-object: the same request goes
- * again (no relist), after a backoff step as for any stream that failed.
- */
-static int again_after_move(struct kr_reflector *r, void (*again)(struct kr_reflector *))
+/* A page that asks for more: the next one, with its continue token (client-go's pager). */
+static void next_page(struct kr_reflector *r)
 {
-	if (!r->tail_lost)
-		return 0;
-	backoff_then(r, again, "the stream stalled in the middle of an object, which was cut");
-	return 1;
+	if (r->list.pages == 1)
+		copy_str(r->list.rv, sizeof(r->list.rv), r->req.items.resource_version);
+	copy_str(r->list.continue_token, sizeof(r->list.continue_token), r->req.items.continue_token);
+	request(r, REQ_LIST);
 }
 
-static void list_done(struct kr_reflector *r)
+/* The list's last page: synced at the list's resourceVersion, then a watch from it. */
+static void list_synced(struct kr_reflector *r)
 {
-	if (r->items.continue_token[0]) {
-		if (r->list_pages == 1)
-			copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
-		copy_str(r->continue_token, sizeof(r->continue_token), r->items.continue_token);
-		request(r, REQ_LIST);
-		return;
-	}
-	if (r->list_pages == 1 || r->list_full_retry)
-		copy_str(r->list_rv, sizeof(r->list_rv), r->items.resource_version);
+	if (r->list.pages == 1 || r->list.full_retry)
+		copy_str(r->list.rv, sizeof(r->list.rv), r->req.items.resource_version);
 	/* RV "0" answered in pages: the server has no watch cache; stay paginated. */
-	if (r->list_has_rv && strcmp(r->list_req_rv, "0") == 0 && r->list_pages > 1)
+	if (r->list.has_rv && strcmp(r->list.req_rv, "0") == 0 && r->list.pages > 1)
 		r->paginated_result = 1;
 	r->list_verify = 0;
-	synced(r, r->list_rv, r->list_pages > 1 ? "paginated list" : "list");
+	synced(r, r->list.rv, r->list.pages > 1 ? "paginated list" : "list");
 	start_watch(r);
+}
+
+/* The pager's one full list, without a limit, at the original RV after an expired continue token. */
+static void full_list(struct kr_reflector *r)
+{
+	kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
+	/* A list of its own: what the pages marked seen may be gone by now. */
+	r->gen++;
+	new_attempt(r);
+	r->list.full_retry = 1;
+	r->list.continue_token[0] = '\0';
+	r->list.limit = 0;
+	r->list.pages = 0;
+	request(r, REQ_LIST);
+}
+
+/* The first page again at once at RV "" (a consistent read), once per list. */
+static void list_latest(struct kr_reflector *r)
+{
+	kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
+	       r->res.name, r->list.req_rv, r->req.err_reason);
+	r->rv_unavailable = 1;
+	r->list.expired_retried = 1;
+	r->list.has_rv = 0;
+	r->list.req_rv[0] = '\0';
+	r->list.pages = 0;
+	request(r, REQ_LIST);
 }
 
 /*
@@ -1374,16 +1398,6 @@ static void list_latest_after_partial(struct kr_reflector *r)
 {
 	if (r->applied && r->last_rv[0])
 		r->rv_unavailable = 1;
-}
-
-static void list_failed(struct kr_reflector *r, const char *why)
-{
-	if (r->status == 0)
-		unreachable(r);
-	r->errors++;
-	list_latest_after_partial(r);
-	kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name, why);
-	backoff_then(r, start_cycle, "list failed");
 }
 
 /*
@@ -1421,75 +1435,24 @@ static const char *gzip_error(const struct kr_reflect *top)
 #endif
 }
 
-static void end_list(struct kr_reflector *r, int err, const char *reason)
+/*
+ * What a list's body leaves behind before its end is classified: a corrupt
+ * gzip body or a bomb (or a list that decoded to broken JSON, which a
+ * corrupt body can do before its CRC is reached) sends the relist, and every
+ * list after it, plain, checking what this one left; a body that ended
+ * before its list object closed is not complete.
+ */
+static void list_body_ended(struct kr_reflector *r, int err)
 {
-	char why[320];
-
-	/*
-	 * A corrupt gzip body or a bomb (or a list that decoded to broken JSON,
-	 * which a corrupt body can do before its CRC is reached): the relist,
-	 * and every list after it, goes plain, and checks what this one left.
-	 */
-	if (err != 0 && r->gzip_list && (gzip_error(r->top) || r->stream_error) && !r->top->gzip_broken) {
+	if (err != 0 && r->gzip_list && (gzip_error(r->top) || r->req.stream_error) && !r->top->gzip_broken) {
 		r->top->gzip_broken = 1;
 		r->list_verify = 1;
 		kr_log(KR_LOG_WARN, "%s: unable to inflate the gzip list: %s; listing without gzip "
 		       "from now on", r->res.name,
 		       gzip_error(r->top) ? gzip_error(r->top) : "it decoded to malformed JSON");
 	}
-
-	if (again_after_move(r, again_list_page))
-		return;
-	if (err == 0 && r->status == 200 && !r->stream_error) {
-		if (kr_json_items_eof(&r->items) == 0 && r->list_complete) {
-			list_done(r);
-			return;
-		}
-		list_failed(r, "the list response ended early");
-		return;
-	}
-	if (err != 0) {
-		list_failed(r, reason);
-		return;
-	}
-	if (r->status == 200) {
-		list_failed(r, "malformed list response");
-		return;
-	}
-	if (honour_retry_after(r, again_list_page))
-		return;
-	kr_snprintf(why, sizeof(why), "%d %s: %s", r->status, r->err_reason, r->err_message);
-	/* The pager: an expired continue token -> one full list at the original RV. */
-	if (r->continue_token[0] && strcmp(r->err_reason, "Expired") == 0 && !r->list_full_retry) {
-		kr_log(KR_LOG_INFO, "%s: continue token expired; listing in full", r->res.name);
-		r->expired++;   /* a 410 answer like any other (kreflect_expired_total) */
-		/* A list of its own: what the pages marked seen may be gone by now. */
-		r->gen++;
-		r->skipped = 0;
-		r->skipped_known = 0;
-		r->skipped_arena = 0;
-		r->list_full_retry = 1;
-		r->continue_token[0] = '\0';
-		r->list_limit = 0;
-		r->list_pages = 0;
-		request(r, REQ_LIST);
-		return;
-	}
-	/* 410 or TooLarge on the first page: at once again with RV "" (consistent read). */
-	if (is_expired(r))
-		r->expired++;
-	if ((is_expired(r) || r->err_too_large) && !r->continue_token[0] && !r->list_expired_retried) {
-		kr_log(KR_LOG_INFO, "%s: resourceVersion %s is not available (%s); listing the latest",
-		       r->res.name, r->list_req_rv, r->err_reason);
-		r->rv_unavailable = 1;
-		r->list_expired_retried = 1;
-		r->list_has_rv = 0;
-		r->list_req_rv[0] = '\0';
-		r->list_pages = 0;
-		request(r, REQ_LIST);
-		return;
-	}
-	list_failed(r, why);
+	if (err == 0 && r->req.status == 200 && !r->req.stream_error && kr_json_items_eof(&r->req.items) != 0)
+		r->req.list_complete = 0;
 }
 
 static void watch_list_fallback(struct kr_reflector *r, int remember, const char *why)
@@ -1511,54 +1474,85 @@ static void watch_list_fallback(struct kr_reflector *r, int remember, const char
 
 /* --- how a watch-list or a watch ended, and what comes next ------------------------ */
 
+/*
+ * A list's Status that the pager acts on before the status code, each way
+ * once per list: an expired continue token (a full list), an RV it cannot
+ * serve on the first page (the latest). KR_OC_N when neither.
+ */
+static enum kr_outcome list_status(const struct kr_reflector *r)
+{
+	if (r->list.continue_token[0]) {
+		if (strcmp(r->req.err_reason, "Expired") == 0 && !r->list.full_retry)
+			return KR_OC_TOKEN_EXPIRED;
+		return KR_OC_N;
+	}
+	if (r->list.expired_retried)
+		return KR_OC_N;
+	return is_expired(r) ? KR_OC_GONE : r->req.err_too_large ? KR_OC_TOO_LARGE : KR_OC_N;
+}
+
 enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_ms_t now)
 {
-	if (r->tail_lost)
+	int list = r->phase == KR_PH_LIST;
+	enum kr_outcome o;
+
+	if (r->req.tail_lost)
 		return KR_OC_MOVED;
 	/* No head: nothing of the body (events, ERROR, stream error) either. */
-	if (r->status == 0 && err != 0)
+	if (r->req.status == 0 && err != 0)
 		return err == KR_EPROTO ? KR_OC_BAD_HEAD : KR_OC_NO_ANSWER;
-	if (r->status != 200) {
+	if (list && r->req.status == 200 && err == 0 && !r->req.stream_error) {
+		if (!r->req.list_complete)
+			return KR_OC_ENDED_EARLY;
+		return r->req.items.continue_token[0] ? KR_OC_PAGE : KR_OC_COMPLETE;
+	}
+	/* A list body that broke off, or an error answer cut short: what it said is not whole. */
+	if (list && (err != 0 || r->req.status == 200))
+		return KR_OC_STREAM_ERROR;
+	if (r->req.status != 200) {
 		if (retry_after_due(r))
 			return KR_OC_RETRY_AFTER;
-		if (r->status == 429)
+		if (list && (o = list_status(r)) != KR_OC_N)
+			return o;
+		if (r->req.status == 429)
 			return KR_OC_THROTTLED;
-		if (r->status == 401 || r->status == 403)
+		if (r->req.status == 401 || r->req.status == 403)
 			return KR_OC_REFUSED;
-		if (is_expired(r))
+		/* A list's are list_status's, once. */
+		if (!list && is_expired(r))
 			return KR_OC_GONE;
-		if (r->err_too_large)
+		if (!list && r->req.err_too_large)
 			return KR_OC_TOO_LARGE;
-		if (r->status == 400 || r->status == 405 || r->status == 422)
+		if (r->req.status == 400 || r->req.status == 405 || r->req.status == 422)
 			return KR_OC_REJECTED;
 		return KR_OC_HTTP_ERROR;
 	}
-	if (r->error_event) {
-		if (r->err_code == 429)
+	if (r->req.error_event) {
+		if (r->req.err_code == 429)
 			return KR_OC_ERROR_429;
 		if (is_expired(r))
 			return KR_OC_ERROR_GONE;
-		if (r->err_too_large)
+		if (r->req.err_too_large)
 			return KR_OC_ERROR_TOO_LARGE;
-		if (strstr(r->err_message, "RequestWatchProgress"))
+		if (strstr(r->req.err_message, "RequestWatchProgress"))
 			return KR_OC_ERROR_NO_PROGRESS;
 		return KR_OC_ERROR_EVENT;
 	}
 	/* Broken JSON, or broken chunking or HTTP framing (conn's KR_EPROTO): the same thing. */
-	if (r->stream_error || err == KR_EPROTO)
+	if (r->req.stream_error || err == KR_EPROTO)
 		return KR_OC_STREAM_ERROR;
 	/* During a watch-list, objects not held make its sync partial, not a relist. */
 	if (r->phase == KR_PH_WATCH && r->skipped)
 		return KR_OC_NOT_HELD;
-	if (r->phase == KR_PH_WATCH && r->room_relist)
-		return KR_OC_ROOM;
-	if (now - r->watch_start < VERY_SHORT_WATCH_MS && r->events == 0)
+	if (now - r->req.watch_start < VERY_SHORT_WATCH_MS && r->req.events == 0)
 		return KR_OC_VERY_SHORT;
 	return KR_OC_CLOSED;
 }
 
+#define L KR_PH_LIST
 #define WL KR_PH_WATCHLIST
 #define W KR_PH_WATCH
+#define LF KR_RULE_LIST_FAILED
 #define ERRS KR_RULE_ERRORS
 #define EXP KR_RULE_EXPIRED
 
@@ -1591,8 +1585,10 @@ enum kr_outcome kr_reflector_outcome(const struct kr_reflector *r, int err, kr_m
 	X(RT_W_EXPIRED, "watch expired") \
 	X(RT_W_ERROR, "watch ERROR event") \
 	X(RT_NOT_HELD, "an event could not be held") \
-	X(RT_ROOM, "a delete made room for objects the last sync could not hold") \
-	X(RT_VERY_SHORT_LONG, "very short watch: the watch lasted less than a second with no events")
+	X(RT_VERY_SHORT_LONG, "very short watch: the watch lasted less than a second with no events") \
+	X(RT_LIST_FAILED, "list failed") \
+	X(RT_ENDED_EARLY, "the list response ended early") \
+	X(RT_LIST_MALFORMED, "malformed list response")
 #define KR_RULE_TEXT_ENUM(name, text) name,
 #define KR_RULE_TEXT_STR(text_name, text) text "\0"
 enum { RT_NONE, KR_RULE_TEXTS(KR_RULE_TEXT_ENUM) RT_N };
@@ -1605,6 +1601,38 @@ static const char *rule_text(unsigned i)
 }
 
 const struct kr_rule kr_reflect_rules[] = {
+	/* --- list: ListAndWatch's paginated LIST, page by page (client-go's pager) ------ */
+	/* kreflect: the shared tail was taken mid-object: the same page after a backoff step. test: sim seed 23 */
+	{ L, KR_OC_MOVED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_CUT, 0 },
+	/* client-go: the list's error -> backoff, a new ListAndWatch (relist at the last RV). test: ListFails/no-answer */
+	{ L, KR_OC_NO_ANSWER, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, 0 },
+	/* as NO_ANSWER: a head that does not parse (or a coding not asked for). test: ListFails/bad-head */
+	{ L, KR_OC_BAD_HEAD, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, 0 },
+	/* client-go: a page whose continue token asks for more: the next page, without an RV. test: TestReflectorWatchListPageSize */
+	{ L, KR_OC_PAGE, KR_STEP_NEXT_PAGE, -1, 0, 0, 0 },
+	/* client-go: the last page: synced at the list's RV (its first page's), then a watch from it. test: TestReflectorListAndWatch/list */
+	{ L, KR_OC_COMPLETE, KR_STEP_SYNCED, -1, 0, 0, 0 },
+	/* client-go: a body that ends before the list object closes fails the list: backoff, relist. test: ListFails/ended-early */
+	{ L, KR_OC_ENDED_EARLY, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, RT_ENDED_EARLY },
+	/* client-go: a body cut short, broken chunking or JSON (or an error answer cut short): the same. test: ListCutMidBody */
+	{ L, KR_OC_STREAM_ERROR, KR_STEP_BACKOFF_RELIST, -1, ERRS | LF, RT_LIST_FAILED, RT_LIST_MALFORMED },
+	/* client-go's REST layer: the same page after Retry-After, at most 10 times. test: ListRetryAfter */
+	{ L, KR_OC_RETRY_AFTER, KR_STEP_RETRY_AFTER, -1, 0, 0, 0 },
+	/* client-go's pager: 410 Expired on a continue token -> one full list at the original RV, no limit. test: TestReflectorFullListIfExpired */
+	{ L, KR_OC_TOKEN_EXPIRED, KR_STEP_FULL_LIST, -1, EXP, 0, 0 },
+	/* client-go: a 429 with no Retry-After (or none left) fails the list: backoff, relist. test: ListFails/429 */
+	{ L, KR_OC_THROTTLED, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+	/* client-go: 401 (the token re-read did not help) or 403: the same. test: ListFails/403 */
+	{ L, KR_OC_REFUSED, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+	/* client-go: isExpiredError on the first page -> isLastSyncResourceVersionUnavailable: at once at RV "", once. test: TestReflectorExpiredExactResourceVersion */
+	{ L, KR_OC_GONE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: isTooLargeResourceVersionError on the first page: the same. test: TestReflectorFullListIfTooLarge */
+	{ L, KR_OC_TOO_LARGE, KR_STEP_LATEST, -1, EXP, 0, 0 },
+	/* client-go: 400, 405, 422: the list failed: backoff, relist. test: ListFails/422 */
+	{ L, KR_OC_REJECTED, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+	/* client-go: any other status (a 410 after the RV "" retry included): the same. test: TestReflectorListAndWatchWithErrors */
+	{ L, KR_OC_HTTP_ERROR, KR_STEP_BACKOFF_RELIST, -1, ERRS | EXP | LF, RT_LIST_FAILED, 0 },
+
 	/* --- watch-list: ListAndWatch's sendInitialEvents stream, before its end bookmark --- */
 	/* kreflect: the shared tail was taken mid-object: the same watch-list after a backoff step. test: sim seed 458 */
 	{ WL, KR_OC_MOVED, KR_STEP_BACKOFF_AGAIN, -1, 0, RT_CUT, 0 },
@@ -1678,9 +1706,6 @@ const struct kr_rule kr_reflect_rules[] = {
 	{ W, KR_OC_STREAM_ERROR, KR_STEP_BACKOFF_AGAIN, KR_RS_STREAM_ERROR, ERRS, RT_W_MALFORMED, 0 },
 	/* kreflect: an event not held: relist for it (the sync says partial). test: CapacityObjectsByWatch */
 	{ W, KR_OC_NOT_HELD, KR_STEP_BACKOFF_RELIST, KR_RS_NOT_HELD, 0, RT_NOT_HELD, 0 },
-	/* kreflect: a delete made room after a partial sync: relist for the rest. test: CapacityBytesByWatch */
-	{ W, KR_OC_ROOM, KR_STEP_BACKOFF_RELIST, KR_RS_NOT_HELD, 0,
-	  RT_ROOM, 0 },
 	/* client-go: RT_VERY_SHORT: relist after a backoff step. test: VeryShortWatchRelists */
 	{ W, KR_OC_VERY_SHORT, KR_STEP_BACKOFF_RELIST, KR_RS_VERY_SHORT, 0, RT_VERY_SHORT,
 	  RT_VERY_SHORT_LONG },
@@ -1690,8 +1715,10 @@ const struct kr_rule kr_reflect_rules[] = {
 
 const int kr_reflect_nrules = (int)(sizeof(kr_reflect_rules) / sizeof(kr_reflect_rules[0]));
 
+#undef L
 #undef WL
 #undef W
+#undef LF
 #undef ERRS
 #undef EXP
 
@@ -1705,11 +1732,11 @@ const struct kr_rule *kr_reflect_rule(int phase, enum kr_outcome o)
 	return NULL;
 }
 
-/* A watch-list or a watch ended: one classification, one row of the table, its step. */
-static void end_watch(struct kr_reflector *r, int err, const char *reason)
+/* A list, a watch-list or a watch ended: one classification, one row of the table, its step. */
+static void end_request(struct kr_reflector *r, int err, const char *reason)
 {
-	int wl = r->phase == KR_PH_WATCHLIST;
-	void (*again)(struct kr_reflector *) = wl ? again_watch_list : again_watch;
+	int wl = r->phase == KR_PH_WATCHLIST, list = r->phase == KR_PH_LIST;
+	void (*again)(struct kr_reflector *) = list ? again_list_page : wl ? again_watch_list : again_watch;
 	enum kr_outcome o;
 	const struct kr_rule *rule;
 	const char *why;
@@ -1717,6 +1744,8 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 
 	if (wl)
 		kr_loop_timer_cancel(r->top->loop, &r->deadline);
+	if (list)
+		list_body_ended(r, err);
 	o = kr_reflector_outcome(r, err, kr_port_now_ms());
 	rule = kr_reflect_rule(r->phase, o);
 	if (!rule)
@@ -1727,27 +1756,37 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		r->errors++;
 	if (rule->flags & KR_RULE_EXPIRED)
 		r->expired += is_expired(r);
-	if ((rule->flags & KR_RULE_EXPIRED_410) && r->status == 410)
+	if ((rule->flags & KR_RULE_EXPIRED_410) && r->req.status == 410)
 		r->expired++;
-	if (o == KR_OC_NOT_HELD || o == KR_OC_ROOM)
-		r->room_relist = 0;
 	if (rule->flags & KR_RULE_NO_ANSWER) {
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, reason);
 		unreachable(r);
 	}
 	why = rule_text(rule->why);
-	if (!why) {
-		if (!wl)
-			kr_snprintf(text, sizeof(text), "watch got %d %s: %s", r->status, r->err_reason,
-				    r->err_message);
-		else if (r->error_event)
-			kr_snprintf(text, sizeof(text), "ERROR %d %s", r->err_code, r->err_reason);
+	if (!why || (rule->flags & KR_RULE_LIST_FAILED)) {
+		if (list)
+			kr_snprintf(text, sizeof(text), "%d %s: %s", r->req.status, r->req.err_reason,
+				    r->req.err_message);
+		else if (!wl)
+			kr_snprintf(text, sizeof(text), "watch got %d %s: %s", r->req.status, r->req.err_reason,
+				    r->req.err_message);
+		else if (r->req.error_event)
+			kr_snprintf(text, sizeof(text), "ERROR %d %s", r->req.err_code, r->req.err_reason);
 		else
-			kr_snprintf(text, sizeof(text), "%d %s", r->status, r->err_reason);
-		why = text;
+			kr_snprintf(text, sizeof(text), "%d %s", r->req.status, r->req.err_reason);
+		if (!why)
+			why = text;
 	}
-	if (rule->warn || (rule->flags & KR_RULE_WARN_WHY))
+	if (rule->flags & KR_RULE_LIST_FAILED) {
+		/* What failed: the connection's reason, the row's text, or the server's Status. */
+		if (r->req.status == 0)
+			unreachable(r);
+		list_latest_after_partial(r);
+		kr_log(KR_LOG_WARN, "%s: list failed: %s", r->res.name,
+		       err ? reason : rule->warn ? rule_text(rule->warn) : text);
+	} else if (rule->warn || (rule->flags & KR_RULE_WARN_WHY)) {
 		kr_log(KR_LOG_WARN, "%s: %s", r->res.name, rule->warn ? rule_text(rule->warn) : why);
+	}
 	switch ((enum kr_step)rule->step) {
 	case KR_STEP_AGAIN:
 		if (wl)
@@ -1765,6 +1804,10 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 		honour_retry_after(r, again);
 		return;
 	case KR_STEP_LATEST:
+		if (list) {
+			list_latest(r);
+			return;
+		}
 		r->rv_unavailable = 1;
 		request(r, REQ_WATCHLIST);
 		return;
@@ -1774,6 +1817,15 @@ static void end_watch(struct kr_reflector *r, int err, const char *reason)
 	case KR_STEP_FALLBACK:
 	case KR_STEP_FALLBACK_FOR_GOOD:
 		watch_list_fallback(r, rule->step == KR_STEP_FALLBACK_FOR_GOOD, why);
+		return;
+	case KR_STEP_NEXT_PAGE:
+		next_page(r);
+		return;
+	case KR_STEP_SYNCED:
+		list_synced(r);
+		return;
+	case KR_STEP_FULL_LIST:
+		full_list(r);
 		return;
 	case KR_STEP_N:
 		return;
@@ -1791,13 +1843,13 @@ static int retry_unauthorized(struct kr_reflector *r)
 	if (!a || r->auth_retried)
 		return 0;
 	kr_auth_refresh(a);
-	if (a->reloads == r->auth_gen)
+	if (a->reloads == r->req.auth_gen)
 		return 0;
 	r->auth_retried = 1;
 	kr_log(KR_LOG_INFO, "%s: 401 Unauthorized; retrying with the new token from the file",
 	       r->res.name);
 	if (r->phase == KR_PH_LIST) {
-		r->list_pages--;       /* the same page again */
+		r->list.pages--;       /* the same page again */
 		request(r, REQ_LIST);
 	} else {
 		request(r, r->phase == KR_PH_WATCH ? REQ_WATCH : REQ_WATCHLIST);
@@ -1813,21 +1865,12 @@ static void on_end(void *arg, int err, const char *reason)
 
 	kr_log(KR_LOG_DEBUG, "%s: %s request ended: status %d, %lu events, %s%s%s", r->res.name,
 	       r->phase == KR_PH_LIST ? "list" : r->phase == KR_PH_WATCH ? "watch" : "watch-list",
-	       r->status, r->events, err ? kr_strerror(err) : "complete", err ? ": " : "",
+	       r->req.status, r->req.events, err ? kr_strerror(err) : "complete", err ? ": " : "",
 	       err ? reason : "");
-	if (r->status == 401 && retry_unauthorized(r))
+	if (r->req.status == 401 && retry_unauthorized(r))
 		return;
-	switch (r->phase) {
-	case KR_PH_LIST:
-		end_list(r, err, reason);
-		return;
-	case KR_PH_WATCHLIST:
-	case KR_PH_WATCH:
-		end_watch(r, err, reason);
-		return;
-	case KR_PH_IDLE:
-		return;
-	}
+	if (r->phase != KR_PH_IDLE)
+		end_request(r, err, reason);
 }
 
 /* --- requests ------------------------------------------------------------------------------ */
@@ -1842,13 +1885,8 @@ static void request(struct kr_reflector *r, int kind)
 	int res;
 
 	memset(&req, 0, sizeof(req));
-	r->status = 0;
-	r->stream_error = 0;
-	r->tail_lost = 0;
-	r->error_event = 0;
-	r->err_code = 0;
-	r->err_reason[0] = r->err_message[0] = '\0';
-	r->err_too_large = 0;
+	/* Nothing of the last response is left: its status, Status, stream and object in progress. */
+	memset(&r->req, 0, sizeof(r->req));
 	kr_snprintf(timeout, sizeof(timeout), "%lld",
 		 (long long)kr_rand_range(&top->rand, top->opts.min_watch_timeout_s,
 					  2 * (int64_t)top->opts.min_watch_timeout_s));
@@ -1869,14 +1907,10 @@ static void request(struct kr_reflector *r, int kind)
 		p[n++] = (struct kr_http_param){ "timeoutSeconds", timeout };
 		p[n++] = (struct kr_http_param){ "watch", "true" };
 		r->phase = kind == REQ_WATCH ? KR_PH_WATCH : KR_PH_WATCHLIST;
-		r->watch_start = kr_port_now_ms();
-		r->events = 0;
+		r->req.watch_start = kr_port_now_ms();
+		/* A watch or a watch-list is a sync attempt of its own. */
 		r->applied = 0;
-		r->bookmark_seen = 0;
-		r->last_bookmark = 0;
-		r->skipped = 0;
-		r->skipped_known = 0;
-		r->skipped_arena = 0;
+		new_attempt(r);
 		/* The cadence is the server's, kept across re-watches (and restored from a snapshot). */
 		req.idle_timeout_ms = kr_cadence_idle_ms(&top->cadence);
 		if (kind == REQ_WATCHLIST) {
@@ -1887,26 +1921,25 @@ static void request(struct kr_reflector *r, int kind)
 			kr_loop_timer_cancel(top->loop, &r->deadline);
 		} else {
 			r->watches++;
-			r->propagate = !(r->last_rv[0] == '\0' || strcmp(r->last_rv, "0") == 0);
+			r->req.propagate = !(r->last_rv[0] == '\0' || strcmp(r->last_rv, "0") == 0);
 		}
 	} else {
-		if (r->continue_token[0])
-			p[n++] = (struct kr_http_param){ "continue", r->continue_token };
+		if (r->list.continue_token[0])
+			p[n++] = (struct kr_http_param){ "continue", r->list.continue_token };
 		if (r->res.field_selector[0])
 			p[n++] = (struct kr_http_param){ "fieldSelector", r->res.field_selector };
 		if (r->res.label_selector[0])
 			p[n++] = (struct kr_http_param){ "labelSelector", r->res.label_selector };
-		if (r->list_limit > 0) {
-			kr_snprintf(limit, sizeof(limit), "%d", r->list_limit);
+		if (r->list.limit > 0) {
+			kr_snprintf(limit, sizeof(limit), "%d", r->list.limit);
 			p[n++] = (struct kr_http_param){ "limit", limit };
 		}
 		/* A continuation carries no resourceVersion (client-go's pager). */
-		if (!r->continue_token[0] && r->list_has_rv)
-			p[n++] = (struct kr_http_param){ "resourceVersion", r->list_req_rv };
+		if (!r->list.continue_token[0] && r->list.has_rv)
+			p[n++] = (struct kr_http_param){ "resourceVersion", r->list.req_rv };
 		r->phase = KR_PH_LIST;
 		r->lists++;     /* every page is a LIST request (kreflect_lists_total) */
-		r->list_pages++;
-		r->list_complete = 0;
+		r->list.pages++;
 		req.inflate = list_gzip(r);
 	}
 	req.path = r->path;
@@ -1917,7 +1950,7 @@ static void request(struct kr_reflector *r, int kind)
 		if (kr_auth_refresh(top->auth) == 1)
 			kr_log(KR_LOG_INFO, "%s: the token file changed; using the new token", r->res.name);
 		req.bearer_token = kr_auth_token(top->auth);
-		r->auth_gen = top->auth->reloads;
+		r->req.auth_gen = top->auth->reloads;
 	}
 	req.on_head = on_head;
 	req.on_body = on_body;
@@ -1937,27 +1970,21 @@ static void start_list(struct kr_reflector *r)
 
 	r->gen++;
 	r->listing = 1;
-	r->skipped = 0;
-	r->skipped_known = 0;
-	r->skipped_arena = 0;
-	r->list_pages = 0;
-	r->list_full_retry = 0;
-	r->list_expired_retried = 0;
+	new_attempt(r);
 	r->applied = 0;
-	r->continue_token[0] = '\0';
-	r->list_rv[0] = '\0';
 	r->retry_after_count = 0;
-	copy_str(r->list_req_rv, sizeof(r->list_req_rv), rv);
-	r->list_has_rv = rv[0] != '\0';
+	memset(&r->list, 0, sizeof(r->list));
+	copy_str(r->list.req_rv, sizeof(r->list.req_rv), rv);
+	r->list.has_rv = rv[0] != '\0';
 	/* client-go's page size rules (src/README.md "One ListAndWatch"). */
 	if (top->opts.page_size_forced)
-		r->list_limit = top->opts.page_size;
+		r->list.limit = top->opts.page_size;
 	else if (r->paginated_result)
-		r->list_limit = top->opts.page_size;
+		r->list.limit = top->opts.page_size;
 	else if (rv[0] && strcmp(rv, "0") != 0)
-		r->list_limit = 0;
+		r->list.limit = 0;
 	else
-		r->list_limit = top->opts.page_size;
+		r->list.limit = top->opts.page_size;
 	request(r, REQ_LIST);
 }
 
@@ -1974,6 +2001,8 @@ static void start_cycle(struct kr_reflector *r)
 
 	r->cycle_start = kr_port_now_ms();
 	r->retry_after_count = 0;
+	/* This relist is the one a room timer would make: its sync arms it again if need be. */
+	kr_loop_timer_cancel(top->loop, &r->room);
 	if (r->synced)
 		r->relists++;
 	if (top->opts.watch_list == KR_WL_OFF ||
@@ -1988,7 +2017,7 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 {
 	struct kr_reflector *r = t->arg;
 	int quiet_ms = r->top->opts.initial_events_timeout_ms;
-	kr_ms_t now = kr_port_now_ms(), cap = r->watch_start + WL_DEADLINE_CAP * (kr_ms_t)quiet_ms;
+	kr_ms_t now = kr_port_now_ms(), cap = r->req.watch_start + WL_DEADLINE_CAP * (kr_ms_t)quiet_ms;
 	char why[96];
 
 	(void)loop;
@@ -2009,7 +2038,7 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 	}
 	if (now >= cap)
 		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark within %lld ms of events",
-			    (long long)(now - r->watch_start));
+			    (long long)(now - r->req.watch_start));
 	else
 		kr_snprintf(why, sizeof(why), "no initial-events-end bookmark after %d ms without events",
 			    quiet_ms);
@@ -2018,14 +2047,20 @@ static void on_initial_events_deadline(struct kr_loop *loop, struct kr_timer *t)
 	watch_list_fallback(r, 1, why);
 }
 
-/* A partial sync left room behind it (stale objects swept at its end): relist. */
+/*
+ * A partial sync left room behind it (stale objects swept at its end), or a
+ * delete made room while partial (watch_event): one relist for the objects
+ * it could not hold, however many deletes came meanwhile. Also when the
+ * deletes left nothing missing: its SYNCED says the mirror is whole.
+ */
 static void on_room(struct kr_loop *loop, struct kr_timer *t)
 {
 	struct kr_reflector *r = t->arg;
 
 	(void)loop;
-	if (r->phase != KR_PH_WATCH || !r->partial)
+	if (r->phase != KR_PH_WATCH || !(r->partial || r->synced_partial))
 		return;
+	r->restarts[KR_RS_NOT_HELD]++;
 	kr_conn_close(&r->conn, "relisting for objects the last sync had no room for");
 	backoff_then(r, start_cycle, "the last sync left room for objects it could not hold");
 }
@@ -2162,6 +2197,7 @@ static void warm_synced(struct kr_reflector *r, int restored)
 	r->unindexed = 0;
 	r->unread = 0;
 	r->partial = lacks_objects(r);
+	r->synced_partial = r->partial;
 	ev.partial = r->partial;
 	if (!restored)
 		r->restored = 0;

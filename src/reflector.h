@@ -62,7 +62,8 @@ enum kr_restart {
 	KR_RS_STREAM_ERROR,            /* broken framing, chunking or JSON */
 	KR_RS_CONNECTION,              /* no answer: refused, unreachable, TLS */
 	KR_RS_VERY_SHORT,              /* under a second with no events */
-	KR_RS_NOT_HELD,                /* an event could not be held: relist */
+	KR_RS_NOT_HELD,                /* an event could not be held, or room came while
+					  partial (the room timer): relist */
 	KR_RS_N
 };
 
@@ -109,53 +110,79 @@ struct kr_reflector {
 					  events before its end bookmark */
 	int paginated_result;
 
-	/* the list in progress */
-	char list_req_rv[KR_RV_MAX];   /* the RV asked for on its first page */
-	int list_has_rv;               /* resourceVersion sent ("" is not the same as absent) */
-	int list_limit;                /* 0: no limit */
-	int list_full_retry;           /* the pager's one full list after an expired continue */
-	int list_expired_retried;      /* the RV="" retry after 410/TooLarge was made */
-	int list_pages;
-	int list_complete;             /* the items framer saw the end of the list object */
-	char list_rv[KR_RV_MAX];       /* RV of the first page */
-	char continue_token[KR_JSON_CONTINUE_MAX];
+	/*
+	 * The sync attempt in progress: a list's items add up over its pages, so
+	 * these outlive one request; start_list, the pager's full list and each
+	 * watch or watch-list request reset them (new_attempt); gen moves on with
+	 * each list and watch-list.
+	 */
 	int skipped;                   /* items/events that could not be parsed or held */
 	int skipped_known;             /* of them, named but not indexed (no room) */
 	int skipped_arena;             /* of those, for want of arena bytes (the index had a slot) */
-	int gzip_list;                 /* the list request in flight asked for gzip */
+	uint32_t gen;                  /* seen mark of the current (re)list */
+	/* The list in progress, across its pages and retries: reset as a whole by start_list. */
+	struct kr_list_state {
+		char req_rv[KR_RV_MAX];        /* the RV asked for on its first page */
+		int has_rv;                    /* resourceVersion sent ("" is not the same as absent) */
+		int limit;                     /* 0: no limit */
+		int full_retry;                /* the pager's one full list after an expired continue */
+		int expired_retried;           /* the RV="" retry after 410/TooLarge was made */
+		int pages;
+		char rv[KR_RV_MAX];            /* RV of the first page */
+		char continue_token[KR_JSON_CONTINUE_MAX];
+	} list;
+	/*
+	 * Across lists: the list that holds the shared inflater keeps it while its
+	 * connection has a request (list_gzip); a relist after a broken gzip list
+	 * compares what it left, until a list completes.
+	 */
+	int gzip_list;                 /* the last list request asked for gzip */
 	int list_verify;               /* relist after a broken gzip list: compare unchanged items */
 
-	/* the response in progress */
-	int status;
-	unsigned long auth_gen;        /* token reloads when the request was sent */
+	/*
+	 * Across the requests of one cycle: the 401 retry is one request more, the
+	 * Retry-After count is the same request's (reset by each new list, watch
+	 * and cycle).
+	 */
 	int auth_retried;              /* a 401 was already retried with a new token */
-	long retry_after_s;
 	int retry_after_count;
-	int stream_error;              /* the body broke framing or JSON */
-	int tail_lost;                 /* ended: another resource took the tail mid-object */
-	int error_event;               /* an ERROR event arrived: its Status below */
-	int err_code;
-	char err_reason[64];
-	char err_message[256];
-	int err_too_large;             /* a cause of type ResourceVersionTooLarge */
-	int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
-	uint32_t gen;                  /* seen mark of the current (re)list */
-	kr_ms_t watch_start;
-	unsigned long events;          /* events in this watch */
-	int propagate;                 /* ADDED events move last_rv */
-	kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
-	struct kr_json_framer framer;
-	struct kr_json_items items;
-	char *scratch;
-	size_t scratch_cap;
-	size_t scratch_used;           /* the store's tail (used, compactions) when named */
-	unsigned long scratch_compactions;
-	int scratch_moved;             /* renamed mid-object: the object in progress is lost */
-	struct kr_skipped_name skip;   /* the object in progress, once it outgrew its space */
+	/* Across requests: when the last body bytes came, for the health report and the deadlines. */
+	kr_ms_t body_at;
 	int tail_waiting;              /* holding its bytes back until the tail is free */
 	struct kr_timer tail_wait;     /* when to look at the tail again */
-	struct kr_timer room;          /* relist after a partial sync that left room */
-	kr_ms_t body_at;               /* when the last body bytes were taken */
+	struct kr_timer room;          /* relist after a partial sync that left room, or a
+					  delete while partial (on_room) */
+
+	/*
+	 * The request and response in progress: reset as a whole (zeroed) by
+	 * request() before each request goes out; nothing here outlives it.
+	 */
+	struct kr_req_state {
+		int status;
+		unsigned long auth_gen;        /* token reloads when the request was sent */
+		long retry_after_s;
+		int stream_error;              /* the body broke framing or JSON */
+		int tail_lost;                 /* ended: another resource took the tail mid-object */
+		int error_event;               /* an ERROR event arrived: its Status below */
+		int err_code;
+		char err_reason[64];
+		char err_message[256];
+		int err_too_large;             /* a cause of type ResourceVersionTooLarge */
+		int list_complete;             /* the items framer saw the end of the list object */
+		int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
+		kr_ms_t watch_start;           /* when a watch or watch-list request went out */
+		unsigned long events;          /* events in this watch */
+		int propagate;                 /* ADDED events move last_rv */
+		kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
+		struct kr_json_framer framer;
+		struct kr_json_items items;
+		char *scratch;
+		size_t scratch_cap;
+		size_t scratch_used;           /* the store's tail (used, compactions) when named */
+		unsigned long scratch_compactions;
+		int scratch_moved;             /* renamed mid-object: the object in progress is lost */
+		struct kr_skipped_name skip;   /* the object in progress, once it outgrew its space */
+	} req;
 
 	/* progress and counters */
 	int synced;                    /* a complete (re)list has happened */
@@ -164,7 +191,8 @@ struct kr_reflector {
 					  index some, or some are present but not held */
 	int unindexed;                 /* objects the last sync named but could not index */
 	int unread;                    /* objects the last sync could not even name */
-	int room_relist;               /* a delete after a partial sync: relist for the rest */
+	int synced_partial;            /* the last SYNCED said partial: a delete relists (on_room)
+					  until one says whole */
 	enum kr_health told_state;      /* the last state given to top->on_state */
 	int listing;                   /* a (re)list is under way: the store is a mix of two lists */
 	int restored;                  /* started from a state snapshot, not yet confirmed live */
@@ -267,20 +295,26 @@ int kr_reflect_ready(const struct kr_reflect *top);
 size_t kr_reflector_held(const struct kr_reflector *r, size_t *present);
 
 /*
- * How a watch-list or a watch request ended, read once (kr_reflector_outcome)
- * in this order: the first that holds. The step that follows is in the
- * decision table kr_reflect_rules (reflector.c; src/README.md "How a
- * request ends").
+ * How a list, a watch-list or a watch request ended, read once
+ * (kr_reflector_outcome) in this order: the first that holds. The step that
+ * follows is in the decision table kr_reflect_rules (reflector.c;
+ * src/README.md "How a request ends").
  */
 enum kr_outcome {
 	KR_OC_MOVED,                   /* another resource took the tail mid-object */
 	KR_OC_NO_ANSWER,               /* no response head: refused, unreachable, TLS, DNS */
 	KR_OC_BAD_HEAD,                /* no response head: a malformed one (KR_EPROTO) */
+	KR_OC_PAGE,                    /* list: a whole page whose continue token asks for more */
+	KR_OC_COMPLETE,                /* list: its last page, whole */
+	KR_OC_ENDED_EARLY,             /* list: a 200 body that ended before the list object closed */
+	/* (list: an error after the head, or a 200 body that broke, is STREAM_ERROR here) */
 	KR_OC_RETRY_AFTER,             /* 429 or 5xx with Retry-After, retries left */
+	KR_OC_TOKEN_EXPIRED,           /* list: 410 Expired on a continue token, the full list not yet made */
 	KR_OC_THROTTLED,               /* HTTP 429 */
 	KR_OC_REFUSED,                 /* HTTP 401 (the token re-read did not help) or 403 */
-	KR_OC_GONE,                    /* another 4xx/5xx whose Status says Expired/Gone */
-	KR_OC_TOO_LARGE,               /* another 4xx/5xx: ResourceVersionTooLarge */
+	KR_OC_GONE,                    /* another 4xx/5xx whose Status says Expired/Gone (list:
+					  checked before 429/401/403, on the first page, once) */
+	KR_OC_TOO_LARGE,               /* another 4xx/5xx: ResourceVersionTooLarge (the same) */
 	KR_OC_REJECTED,                /* HTTP 400, 405 or 422: the server cannot do this */
 	KR_OC_HTTP_ERROR,              /* any other HTTP status */
 	KR_OC_ERROR_429,               /* an ERROR event, code 429 */
@@ -290,7 +324,6 @@ enum kr_outcome {
 	KR_OC_ERROR_EVENT,             /* any other ERROR event */
 	KR_OC_STREAM_ERROR,            /* broken framing, chunking or JSON in the body */
 	KR_OC_NOT_HELD,                /* watch: an event could not be held (r->skipped) */
-	KR_OC_ROOM,                    /* watch: a delete made room after a partial sync */
 	KR_OC_VERY_SHORT,              /* under a second and no event */
 	KR_OC_CLOSED,                  /* a clean end (timeoutSeconds) or a dropped stream */
 	KR_OC_N
@@ -301,23 +334,28 @@ enum kr_step {
 	KR_STEP_AGAIN,                 /* the same request at once (re-watch, or watch-list again) */
 	KR_STEP_BACKOFF_AGAIN,         /* a backoff step, then the same request (same RV) */
 	KR_STEP_RETRY_AFTER,           /* the same request after the server's Retry-After */
-	KR_STEP_LATEST,                /* watch-list again at once at RV "" (the latest) */
+	KR_STEP_LATEST,                /* the same request again at once at RV "" (the latest):
+					  watch-list, or a list's first page (once a list) */
 	KR_STEP_BACKOFF_RELIST,        /* a backoff step, then a new ListAndWatch at the last RV */
 	KR_STEP_FALLBACK,              /* a LIST instead, watch-list tried again next time */
 	KR_STEP_FALLBACK_FOR_GOOD,     /* a LIST instead, and paginated lists from now on */
+	KR_STEP_NEXT_PAGE,             /* the list's next page, with its continue token */
+	KR_STEP_SYNCED,                /* the list is complete: synced, then a watch from its RV */
+	KR_STEP_FULL_LIST,             /* the pager's full list at the original RV, no limit */
 	KR_STEP_N
 };
 
 /* One row of the decision table: in phase, after outcome, do step. */
 struct kr_rule {
-	unsigned char phase;           /* KR_PH_WATCHLIST or KR_PH_WATCH */
+	unsigned char phase;           /* KR_PH_LIST, KR_PH_WATCHLIST or KR_PH_WATCH */
 	unsigned char outcome;         /* enum kr_outcome */
 	unsigned char step;            /* enum kr_step */
 	signed char restart;           /* enum kr_restart counted, or -1 */
 	unsigned char flags;           /* KR_RULE_... */
 	unsigned char why;             /* the backoff's reason, a text of reflector.c's
 					  rule_texts (0: the status, in words) */
-	unsigned char warn;            /* a text logged as a warning first, or 0 */
+	unsigned char warn;            /* a text logged as a warning first, or 0 (with
+					  KR_RULE_LIST_FAILED: what failed, when no reason) */
 };
 
 #define KR_RULE_ERRORS 1u              /* counts in r->errors */
@@ -325,6 +363,10 @@ struct kr_rule {
 #define KR_RULE_EXPIRED 4u             /* counts in r->expired if the Status says expired */
 #define KR_RULE_EXPIRED_410 8u         /* counts in r->expired if the HTTP status is 410 */
 #define KR_RULE_WARN_WHY 16u           /* logs the why as a warning */
+#define KR_RULE_LIST_FAILED 32u        /* logs "list failed: " and what failed (the connection's
+					  reason, the warn text, or the Status); unreachable() with
+					  no answer; the next list is the latest if this one put
+					  objects out */
 
 extern const struct kr_rule kr_reflect_rules[];
 extern const int kr_reflect_nrules;

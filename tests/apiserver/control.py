@@ -122,6 +122,9 @@ class Control:
     def delete(self, resource, namespace, name):
         return self.call("/delete", {"resource": resource, "namespace": namespace, "name": name})
 
+    def delete_many(self, resource, namespace, names):
+        return self.call("/delete", {"resource": resource, "namespace": namespace, "names": list(names)})
+
     def get(self, resource, namespace, name):
         return self.call("/object", {"resource": resource, "namespace": namespace, "name": name})
 

@@ -674,7 +674,7 @@ def _managed_fields(old, rtype, content, manager, ts):
 FAULT_KINDS = {
     "close_after", "stall", "stall_watch", "garbage", "bad_chunk", "status", "unauthorized",
     "expired", "watch_error", "random_chunks", "initial_events_end", "end_watch", "pause_after",
-    "slow", "bad_gzip", "content_encoding", "cut_event", "duplicate_item",
+    "slow", "bad_gzip", "content_encoding", "cut_event", "duplicate_item", "short_body",
 }
 
 CUT_AT = ("string", "number", "newline", "control")
@@ -693,6 +693,8 @@ def validate_fault(spec):
     k = f["kind"]
     if k == "close_after" and (not isinstance(f.get("bytes"), int) or f["bytes"] < 0):
         raise ValueError("close_after needs \"bytes\" >= 0")
+    if k == "short_body" and (not isinstance(f.get("bytes"), int) or f["bytes"] < 0):
+        raise ValueError("short_body needs \"bytes\" >= 0")
     if k == "stall" and not isinstance(f.get("seconds"), (int, float)):
         raise ValueError("stall needs \"seconds\"")
     if k == "pause_after" and (not isinstance(f.get("bytes"), int) or f["bytes"] < 0 or

@@ -362,6 +362,26 @@ class TestList(Base):
         r = self.get(NS % "gzb", headers={"Accept-Encoding": "gzip"})   # used up
         self.assertEqual(len(json.loads(gzip.decompress(r.body))["items"]), 200)
 
+    def test_delete_many(self):
+        self.make("dm", "a", "b", "c")
+        rv0 = self.rv()
+        out = self.ctl.delete_many("configmaps", "dm", ["a", "c"])
+        self.assertEqual((out["deleted"], out["resourceVersion"]), (2, str(rv0 + 2)))
+        self.assertEqual(self.names(self.get_json(NS % "dm")), ["b"])
+
+    def test_short_body_fault(self):
+        self.make("sb", "a", "b")
+        for chunked in (False, True):
+            self.ctl.settings(list_chunked=chunked)
+            self.ctl.fault(kind="short_body", bytes=40)
+            r = self.get(NS % "sb")                   # framed whole: the client reads a clean end
+            self.assertEqual((r.status, len(r.body)), (200, 40), chunked)
+            with self.assertRaises(ValueError):
+                json.loads(r.body)
+            self.assertEqual(self.names(self.get_json(NS % "sb")), ["a", "b"])   # used up
+        with self.assertRaises(Exception):
+            self.ctl.fault(kind="short_body")
+
 
 # =========================================================================== watch
 

@@ -2616,6 +2616,37 @@ def t_capacity_bytes_by_watch(s):
     check(not anomalies, "event stream: %s" % anomalies[:3])
 
 
+@scenario("PartialDeleteBurstOneRelist", 10)
+def t_partial_delete_burst_one_relist(s):
+    """--page-size, the arena full (the mirror partial), then a burst of
+    deletes that frees room: the first delete starts the room timer once and
+    the watch goes on taking the rest; the timer's one relist fills the
+    mirror (and its SYNCED says whole). Not a relist per delete, each at
+    that delete's resourceVersion (exact, paginated) and after a longer
+    backoff: that took four relists and was not whole after 30 s."""
+    s.server("--initial", 300, "--initial-size", 1024, rv0_ignores_limit=False)
+    kr = s.kreflect("--arena-bytes", "256K", "--watch-list", "off", "--page-size", "40")
+    syn = kr.wait_synced(timeout=15)[0]
+    check(syn.get("partial") is True, "SYNCED %s" % syn)
+    s.ctl.wait_watches(1, timeout=10)
+    before = len(s.reqs())
+    t0, wall0 = time.monotonic(), time.time()
+    # 200 deletes in one control call: the burst is over well before the room
+    # timer (1 s) and its backoff step (0.8 s or more) run out.
+    s.ctl.delete_many("configmaps", "default", ["cm-%05d" % (299 - i) for i in range(200)])
+    burst = time.monotonic() - t0
+    converge_after_room(s, kr, "after the deletes", timeout=30)
+    took = time.monotonic() - t0
+    s.settle()
+    after = s.reqs()[before:]
+    relists = [e for e in after if req_kind(e) == "L" and "continue" not in e["query"]]
+    check(len(relists) == 1, "%d relists after the deletes (a %.2f s burst; whole after %.1f s), expected one: %s"
+          % (len(relists), burst, took, ["+%.2fs" % (e["time"] - wall0) for e in relists]))
+    check(took < late(6), "whole %.1f s after the first delete, expected one relist within about 3 s" % took)
+    _, anomalies = kr.mirror()
+    check(not anomalies, "event stream: %s" % anomalies[:3])
+
+
 @scenario("ArenaExhaustedWatchList", 8)
 def t_arena_exhausted_watch_list(s):
     """The arena used up to its last byte by objects present but not held: the
@@ -2798,6 +2829,68 @@ def t_watch_forbidden(s):
     _, r, rv0 = after_fault(s, dict(kind="status", code=403), "--watch-list", "off")
     expect_requests(r, [L(rv="0", limit=500), W(rv0, status=403), W(rv0, status="open")])
     check_gap(r, 1, True, "re-watch")
+
+
+def list_fails(s, fault, status, said, from_start=False):
+    """A list that fails in a way client-go's pager does not retry: one
+    backoff step, then a new ListAndWatch (the same list: nothing synced yet),
+    with "list failed: " and what failed on stderr (the decision table's list
+    rows that back off and relist)."""
+    s.server("--initial", 2)
+    rv0 = s.rv()
+    s.ctl.fault(watch=False, count=1, **fault)
+    kr = s.kreflect("--watch-list", "off")
+    syn = kr.wait_synced(1, timeout=10)[0]
+    check(syn["resourceVersion"] == rv0 and syn["count"] == 2, "SYNCED %s, expected RV %s count 2" % (syn, rv0))
+    s.ctl.wait_watches(1, timeout=10)
+    s.create("x")
+    kr.wait_event("ADDED", "x")
+    s.check_mirror(kr)
+    s.settle()
+    r = s.reqs()
+    expect_requests(r, [L(rv="0", limit=500, status=status), L(rv="0", limit=500), W(rv0, status="open")])
+    check_gap(r, 0, True, "the list again", from_start=from_start)
+    check("list failed: " + said in kr.stderr(), "no 'list failed: %s' line: %s" % (said, kr.stderr_tail()))
+    return kr
+
+
+@scenario("ListFails/429", 4)
+def t_list_fails_429(s):
+    list_fails(s, dict(kind="status", code=429), 429, "429 TooManyRequests")
+
+
+@scenario("ListFails/403", 4)
+def t_list_fails_403(s):
+    list_fails(s, dict(kind="status", code=403), 403, "403 Forbidden")
+
+
+@scenario("ListFails/422", 4)
+def t_list_fails_422(s):
+    list_fails(s, dict(kind="status", code=422), 422, "422 ")
+
+
+@scenario("ListFails/no-answer", 4)
+def t_list_fails_no_answer(s):
+    """The connection closed before any answer (the server logs the 200 it
+    was about to send): as a failed list (client-go's ListAndWatch returns
+    the error; the reflector backs off)."""
+    kr = list_fails(s, dict(kind="close_after", bytes=0), 200, "", from_start=True)
+    check("closed the connection before any response" in kr.stderr(), kr.stderr_tail())
+
+
+@scenario("ListFails/bad-head", 4)
+def t_list_fails_bad_head(s):
+    """A list answered with a head kreflect cannot take (a coding it did not
+    ask for): a failed list, not a retried page."""
+    kr = list_fails(s, dict(kind="content_encoding", value="br"), 200, "", from_start=True)
+    check("a Content-Encoding other than gzip" in kr.stderr(), kr.stderr_tail())
+
+
+@scenario("ListFails/ended-early", 4)
+def t_list_fails_ended_early(s):
+    """A 200 whose body ends cleanly (its framing whole) before the list
+    object closes: not a complete list; never synced from half of it."""
+    list_fails(s, dict(kind="short_body", bytes=60), 200, "the list response ended early")
 
 
 def main(argv):

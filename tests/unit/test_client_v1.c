@@ -377,14 +377,14 @@ KR_TEST(client_v1, classifier_names_every_class)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		memset(&r, 0, sizeof(r));
-		r.status = cases[i].status;
-		r.error_event = cases[i].error_event;
-		r.err_code = cases[i].err_code;
-		r.stream_error = cases[i].stream_error;
+		r.req.status = cases[i].status;
+		r.req.error_event = cases[i].error_event;
+		r.req.err_code = cases[i].err_code;
+		r.req.stream_error = cases[i].stream_error;
 		r.skipped = cases[i].skipped;
 		r.conn.fail_err = cases[i].fail_err;
 		r.conn.fail_state = cases[i].fail_state;
-		kr_snprintf(r.err_reason, sizeof(r.err_reason), "%s", cases[i].reason);
+		kr_snprintf(r.req.err_reason, sizeof(r.req.err_reason), "%s", cases[i].reason);
 		kr_reflector_classify_failure(&r);
 		if (r.failure.cls != cases[i].want || r.failure.http_status != cases[i].want_code) {
 			kr_test_failed(__FILE__, (int)i, kr_failure_name(r.failure.cls));
