@@ -1402,7 +1402,8 @@ static void list_latest_after_partial(struct kr_reflector *r)
 
 /*
  * The inflater for r's next list, or NULL to list plain: gzip is off, failed
- * before on this server, or another resource's list is using it.
+ * before on this server, or another resource's list is using it (that one is
+ * still listing: once it watches, the inflater is free).
  */
 static struct kr_inflate *list_gzip(struct kr_reflector *r)
 {
@@ -1415,7 +1416,7 @@ static struct kr_inflate *list_gzip(struct kr_reflector *r)
 	return NULL;
 #else
 	if (!top->opts.gzip || top->gzip_broken ||
-	    (u && u != r && u->gzip_list && u->conn.have_request))
+	    (u && u != r && u->gzip_list && u->phase == KR_PH_LIST && u->conn.have_request))
 		return NULL;
 	top->gzip_user = r;
 	r->gzip_list = 1;

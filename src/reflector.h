@@ -132,8 +132,8 @@ struct kr_reflector {
 		char continue_token[KR_JSON_CONTINUE_MAX];
 	} list;
 	/*
-	 * Across lists: the list that holds the shared inflater keeps it while its
-	 * connection has a request (list_gzip); a relist after a broken gzip list
+	 * Across lists: the resource that holds the shared inflater keeps it while
+	 * it is listing (list_gzip); a relist after a broken gzip list
 	 * compares what it left, until a list completes.
 	 */
 	int gzip_list;                 /* the last list request asked for gzip */

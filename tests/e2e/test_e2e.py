@@ -2335,6 +2335,29 @@ def check_gzip_lists(s, want):
           "a watch asked for gzip: %s" % [e["accept_encoding"] for e in watches])
 
 
+@scenario("GzipListEachResource", 12)
+def t_gzip_each_resource(s):
+    """The one inflater serves whichever resource lists next: a resource that listed with
+    gzip and now watches does not keep it from another's relist."""
+    s.server()
+    for res in ("configmaps", "secrets"):
+        s.ctl.bulk(res, "default", 200, size=1024)   # ~250 KiB: over the server's gzip threshold
+    kr = s.kreflect("--watch-list", "off", resources=("configmaps", "secrets"))
+    kr.wait_synced(2, timeout=20)
+    for res in ("secrets", "configmaps"):
+        lists = lambda: [e for e in s.ctl.log() if not e["watch"] and e["path"].endswith("/" + res)  # noqa: E731
+                         and e["done"]]
+        before = len(lists())
+        time.sleep(1.2)                # the watches are not "very short" when dropped
+        # Its watch ends with 410: it relists alone while the other one watches.
+        s.ctl.fault(kind="watch_error", code=410, watch=True, count=1, match=res)
+        s.ctl.drop_watches()
+        wait_until(lambda: len(lists()) > before, 20, "the %s relist" % res)
+        last = lists()[-1]
+        check(last["accept_encoding"] == "gzip" and last["gzip"],
+              "the %s relist did not use gzip: %s" % (res, describe(last)))
+
+
 @scenario("GzipList", 6)
 def t_gzip_list(s):
     # 1,000 ConfigMaps of 1 KiB: RV "0" is answered whole (the watch cache ignores limit).
