@@ -1100,6 +1100,12 @@ int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n
 
 /* --- the local endpoint ----------------------------------------------------------------------- */
 
+/* What a caller sizes a static buffer by (config/kreflect_config.h) holds kr_listen_memory. */
+_Static_assert(sizeof(struct kr_serve) <= KR_ENDPOINT_BASE_BYTES,
+	       "struct kr_serve outgrew KR_ENDPOINT_BASE_BYTES: raise its fixed part");
+_Static_assert(sizeof(struct kr_serve_conn) <= KR_ENDPOINT_CONN_BYTES,
+	       "struct kr_serve_conn outgrew KR_ENDPOINT_CONN_BYTES: raise its fixed part");
+
 size_t kr_listen_memory(const struct kr_listen_config *lc)
 {
 	int n;

@@ -520,7 +520,12 @@ static inline void kr_endpoint_config_init(struct kr_endpoint_config *ec)
 	kr_endpoint_config_init_size(ec, sizeof(*ec));
 }
 
-/* Bytes of memory the endpoint needs; 0 if ec is bad (not made by its init, max_conns out of range). */
+/*
+ * Bytes of memory the endpoint needs; 0 if ec is bad (not made by its init,
+ * max_conns out of range). For a buffer sized at compile time,
+ * KR_ENDPOINT_MEMORY(max_conns) of the build's config/kreflect_config.h is
+ * at least this (an upper bound from the capacities the library was built with).
+ */
 size_t kr_endpoint_memory(const struct kr_endpoint_config *ec);
 
 /*

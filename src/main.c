@@ -21,7 +21,6 @@
 #include "loop.h"
 #include "notify.h"
 #include "port.h"
-#include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
@@ -45,8 +44,7 @@ static struct kr_supervise sup;
 static int sup_on;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
-static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn) + 16]
-	__attribute__((aligned(16)));
+static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
 
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)

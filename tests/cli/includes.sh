@@ -43,9 +43,7 @@ ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 #  sink.h       the JSON-lines output
 #  sidecar_env.h  k8s-sidecar's environment variables
 #  budget.h     --print-budget's items
-#  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
-serve.h"
+LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
 if [ -z "$included" ]; then

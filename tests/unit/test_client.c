@@ -364,6 +364,42 @@ KR_TEST(client, the_endpoint_opens_once_after_start)
 	return 0;
 }
 
+/*
+ * KR_ENDPOINT_MEMORY (config/kreflect_config.h), what a static buffer is sized
+ * by: never below kr_endpoint_memory, not far above it, and enough to open.
+ */
+static char static_mem[KR_ENDPOINT_MEMORY(3)] __attribute__((aligned(16)));
+
+KR_TEST(client, the_endpoint_fits_its_static_size)
+{
+	static const int conns[] = { 1, 2, 3, 17, KR_SERVE_MAX_CONNS };
+	struct kr_client *c = new_client();
+	struct kr_endpoint_config ec;
+	char err[200];
+	size_t i, need, bound;
+
+	check(c != NULL);
+	kr_endpoint_config_init(&ec);
+	for (i = 0; i < sizeof(conns) / sizeof(conns[0]); i++) {
+		ec.max_conns = conns[i];
+		need = kr_endpoint_memory(&ec);
+		bound = KR_ENDPOINT_MEMORY(conns[i]);
+		check(need > 0 && need <= bound);
+		check(bound - need < 8192u + (size_t)conns[i] * 1024u);
+	}
+	ec.max_conns = 0;                              /* the default: the most */
+	check(kr_endpoint_memory(&ec) <= KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS));
+	ec.address = "127.0.0.1:0";
+	ec.max_conns = 4;                              /* one more than the buffer holds */
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_endpoint(c, static_mem, sizeof(static_mem), &ec, err, sizeof(err)) == KR_ENOSPC);
+	ec.max_conns = 3;
+	check(kr_client_endpoint(c, static_mem, sizeof(static_mem), &ec, err, sizeof(err)) == 0);
+	check(kr_client_stop(c) == 0);
+	return 0;
+}
+
 /* kr_client_endpoint (1.1): the sized configuration, every misuse in words, where it listens. */
 KR_TEST(client, the_endpoint_with_every_option)
 {
