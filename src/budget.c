@@ -60,3 +60,21 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		items[i] = all[i];
 	return n;
 }
+
+int kr_client_budget(const struct kr_config *cfg, size_t *objects, size_t *arena, kr_budget_fn fn,
+		     void *arg)
+{
+	struct kr_budget_item it[KR_BUDGET_ITEMS];
+	size_t n, i, o, a;
+
+	if (!fn || kr_client_capacities_for(cfg, &o, &a) != 0)
+		return KR_EINVAL;
+	n = kr_budget_items(it, KR_BUDGET_ITEMS, o, a);
+	for (i = 0; i < n && i < KR_BUDGET_ITEMS; i++)
+		fn(arg, it[i].name, it[i].bytes, it[i].reserved, it[i].why);
+	if (objects)
+		*objects = o;
+	if (arena)
+		*arena = a;
+	return (int)i;
+}

@@ -219,6 +219,22 @@ struct kr_client;                  /* opaque; lives in the memory given to kr_cl
 size_t kr_client_memory(const struct kr_config *cfg);
 
 /*
+ * Since 1.1: the memory budget, item by item (`kreflect --print-budget`):
+ * calls fn(arg, name, bytes, reserved, why) for each, in order. reserved 1:
+ * what kr_client_memory counts ("arena", "index", "client"), for cfg's
+ * capacities; 0: static memory (.data + .bss) of a program built as
+ * kreflect is: the TLS heap, and the CLI's outputs ("jsonl", "dir-sink",
+ * "listen", ...; 0 bytes when not built in). why says what the bytes are
+ * (may hold newlines). *objects and *arena (either may be NULL) get the
+ * capacities cfg resolves to. Returns how many items fn was given, or
+ * KR_EINVAL (no cfg or fn, cfg not made by kr_config_init, capacities above
+ * the ceilings), fn then not called.
+ */
+typedef void (*kr_budget_fn)(void *arg, const char *name, size_t bytes, int reserved, const char *why);
+int kr_client_budget(const struct kr_config *cfg, size_t *objects, size_t *arena, kr_budget_fn fn,
+		     void *arg);
+
+/*
  * Sets up a client in mem[0..len) (16-byte aligned, at least
  * kr_client_memory(cfg) bytes; the caller keeps it until the client is no
  * longer used, and frees nothing: there is nothing to free). Reads the

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget.h"
 #include "client.h"
 #include "fmt.h"
 #include "http_post.h"
@@ -308,24 +307,27 @@ static void print_version(void)
 		kr_dprintf(1, "\n");
 }
 
+/* One item of the budget: printed, and added to its kind's total (sums[1] reserved, sums[0] static). */
+static void budget_item(void *arg, const char *name, size_t bytes, int reserved, const char *why)
+{
+	size_t *sums = arg;
+
+	kr_dprintf(1, "%-14s %10zu  %s\n", name, bytes, why);
+	sums[reserved ? 1 : 0] += bytes;
+}
+
 /* The budget for the capacities the flags chose. Returns an exit code. */
 static int print_budget(const struct kr_config *cfg)
 {
-	struct kr_budget_item it[KR_BUDGET_ITEMS];
-	size_t n, i, objects, arena, fixed = 0, reserved = 0;
+	size_t objects, arena, sums[2] = { 0, 0 };
+	size_t fixed, reserved;
 
-	if (kr_client_capacities_for(cfg, &objects, &arena) != 0) {
+	if (kr_client_budget(cfg, &objects, &arena, budget_item, sums) < 0) {
 		kr_dprintf(2, "kreflect: --max-objects, --arena-bytes or --memory out of range (see --help)\n");
 		return EXIT_USAGE;
 	}
-	n = kr_budget_items(it, KR_BUDGET_ITEMS, objects, arena);
-	for (i = 0; i < n && i < KR_BUDGET_ITEMS; i++) {
-		kr_dprintf(1, "%-14s %10zu  %s\n", it[i].name, it[i].bytes, it[i].why);
-		if (it[i].reserved)
-			reserved += it[i].bytes;
-		else
-			fixed += it[i].bytes;
-	}
+	fixed = sums[0];
+	reserved = sums[1];
 	kr_dprintf(1, "%-14s %10zu  bytes reserved once at start-up for %zu objects and a %zu-byte arena\n"
 		   "%-14s %10s  (--max-objects, --arena-bytes, --memory); untouched pages cost no RAM\n",
 		   "reserved", reserved, objects, arena, "", "");

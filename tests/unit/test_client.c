@@ -364,6 +364,56 @@ KR_TEST(client, the_endpoint_opens_once_after_start)
 	return 0;
 }
 
+/* kr_client_budget (1.1): every item once, the reserved ones what kr_client_memory counts. */
+struct budget_seen {
+	int n, reserved, bad;
+	size_t sum;
+};
+
+static void on_budget(void *arg, const char *name, size_t bytes, int reserved, const char *why)
+{
+	struct budget_seen *b = arg;
+
+	b->n++;
+	if (!name || !name[0] || !why || (reserved != 0 && reserved != 1))
+		b->bad++;
+	if (reserved) {
+		b->reserved++;
+		b->sum += bytes;
+	}
+}
+
+KR_TEST(client, the_budget_item_by_item)
+{
+	struct kr_config cfg;
+	struct budget_seen b;
+	size_t objects = 0, arena = 0;
+	int n;
+
+	kr_config_init(&cfg);
+	cfg.max_objects = 1000;
+	cfg.arena_bytes = 1u << 20;
+	memset(&b, 0, sizeof(b));
+	n = kr_client_budget(&cfg, &objects, &arena, on_budget, &b);
+	check(n > 4 && n == b.n && !b.bad && b.reserved == 3);
+	check(objects == 1000 && arena == (1u << 20));
+	/* the reserved items are the client's memory, but for its 16-byte roundings */
+	check(b.sum <= kr_client_memory(&cfg) && kr_client_memory(&cfg) - b.sum < 64);
+	check(kr_client_budget(&cfg, NULL, NULL, on_budget, &b) == n);
+	/* Misuse: fn not called, nothing written. */
+	memset(&b, 0, sizeof(b));
+	objects = 7;
+	check(kr_client_budget(NULL, &objects, NULL, on_budget, &b) == KR_EINVAL);
+	check(kr_client_budget(&cfg, &objects, NULL, NULL, &b) == KR_EINVAL);
+	cfg.max_objects = (size_t)KR_MAX_OBJECTS_CEILING + 1;     /* above the ceiling */
+	check(kr_client_budget(&cfg, &objects, NULL, on_budget, &b) == KR_EINVAL);
+	kr_config_init(&cfg);
+	cfg.struct_size = 0;                                      /* not made by kr_config_init */
+	check(kr_client_budget(&cfg, &objects, NULL, on_budget, &b) == KR_EINVAL);
+	check(b.n == 0 && objects == 7);
+	return 0;
+}
+
 /*
  * KR_ENDPOINT_MEMORY (config/kreflect_config.h), what a static buffer is sized
  * by: never below kr_endpoint_memory, not far above it, and enough to open.
