@@ -400,13 +400,14 @@ static void on_program_end(void *arg)
 	kr_client_stop(client);
 }
 
-static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
+/* --once's --timeout (kr_client_timer): still counting while the hooks run after the sync. */
+static void on_once_timeout(void *arg, int slot)
 {
 	struct kr_status st;
 	int i, n = kr_client_resources(client);
 
-	(void)l;
-	(void)t;
+	(void)arg;
+	(void)slot;
 	for (i = 0; i < n; i++)
 		if (kr_client_status(client, i, &st) == 0 && !st.synced)
 			kr_log(KR_LOG_ERROR, "unable to sync %s within the --timeout: %s", st.resource,
@@ -419,8 +420,7 @@ static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
 	if (once_hooks && post_on && kr_http_post_busy(&post))
 		kr_log(KR_LOG_ERROR, "--once: the --http-post batch was not delivered within the --timeout");
 	once_failed = 1;
-	kr_client_stop(client);
-	loop->stop = 1;
+	kr_client_stop(client);        /* also ends run_hooks_once's loop */
 }
 
 /* A byte count with an optional K, M or G (binary) suffix; 0 if it is not one. */
@@ -1095,7 +1095,6 @@ static int apply_sandbox(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o;
-	struct kr_timer once_timer;
 	char err[512];
 	size_t i;
 	int nres = 0, r, budget = 0;
@@ -1276,11 +1275,9 @@ int main(int argc, char **argv)
 	r = apply_sandbox(&o);
 	if (r)
 		return r;
-	if (o.once) {
-		memset(&once_timer, 0, sizeof(once_timer));
-		once_timer.fire = on_once_timeout;
-		kr_loop_timer_at(loop, &once_timer, kr_port_now_ms() + (kr_ms_t)o.timeout_s * 1000);
-	}
+	/* Slot 0 of a started client, at most 86400 s: it cannot fail. */
+	if (o.once)
+		(void)kr_client_timer(client, 0, (long)o.timeout_s * 1000, on_once_timeout, NULL);
 	if (kr_client_run(client) != 0) {
 		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 		return EXIT_FATAL;

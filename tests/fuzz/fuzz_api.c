@@ -164,6 +164,26 @@ static void budget(uint8_t arg)
 		fail("kr_client_budget", r);
 }
 
+/* kr_client_timer (1.1): a due timer is a callback, which runs the next operations. */
+static void on_timer(void *arg, int slot)
+{
+	if (arg != &f || slot < 0 || slot >= KR_CLIENT_MAX_TIMERS)
+		fail("a host timer's callback", slot);
+	nested();
+}
+
+static void timer(uint8_t arg)
+{
+	int slot = (int)(arg % 6) - 1;                  /* -1 to KR_CLIENT_MAX_TIMERS */
+	long ms = arg & 8 ? (arg & 16 ? -1 : 2147483648L) : (long)((arg >> 5) & 1);
+	int r = kr_client_timer(f.c, slot, ms, arg & 128 ? NULL : on_timer, &f);
+
+	if (r == 0 && (!f.c || slot < 0 || slot >= KR_CLIENT_MAX_TIMERS || (arg & 8) || f.state == STOPPED))
+		fail("kr_client_timer that must fail", r);
+	if (r != 0 && r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC)
+		fail("kr_client_timer's error", r);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -174,7 +194,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 19) {
+	switch (op % 20) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -344,6 +364,9 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 18:                           /* the memory budget (1.1), no client needed */
 		budget(arg);
+		return;
+	case 19:                           /* a host timer (1.1), fired by run and process */
+		timer(arg);
 		return;
 	}
 }
