@@ -269,6 +269,22 @@
 #define KR_SERVE_HISTORY 1024
 #endif
 
+/*
+ * The endpoint's memory (kr_endpoint_memory) for N connections, from the
+ * capacities above, for a caller that sizes its buffer at compile time:
+ *   static char mem[KR_ENDPOINT_MEMORY(4)] __attribute__((aligned(16)));
+ * An upper bound of kr_endpoint_memory (by less than 1 KB per connection);
+ * the library does not build if its structures outgrow it. The fixed parts
+ * hold the scalars, names, request fields and TLS session of each.
+ */
+#define KR_ENDPOINT_ROUND16(n) (((n) + 15u) & ~15u)
+#define KR_ENDPOINT_CONN_BYTES KR_ENDPOINT_ROUND16(KR_SERVE_OUT_BYTES + KR_SERVE_TRACK_OBJECTS / 8u + \
+						   KR_SERVE_TARGET_MAX + KR_KEY_MAX + 3584u)
+#define KR_ENDPOINT_BASE_BYTES KR_ENDPOINT_ROUND16(KR_SERVE_HISTORY * 64u + 4u * KR_SERVE_ACCESS_BYTES + \
+						   36u * KR_SERVE_IDENTITIES + 128u * KR_MAX_RESOURCES + 4608u)
+#define KR_ENDPOINT_MEMORY(max_conns) ((size_t)KR_ENDPOINT_BASE_BYTES + \
+				       (size_t)(max_conns) * KR_ENDPOINT_CONN_BYTES)
+
 #if KR_WITH_LISTEN_TLS && (KR_SERVE_TLS_CONNS < 1 || KR_SERVE_TLS_CONNS > KR_SERVE_MAX_CONNS)
 #error "KR_SERVE_TLS_CONNS must be 1 to KR_SERVE_MAX_CONNS"
 #endif

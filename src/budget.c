@@ -4,7 +4,6 @@
 #include "http_post.h"
 #include "kreflect_config.h"
 #include "notify.h"
-#include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
@@ -52,7 +51,7 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
 		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) : 0), 0,
 		  "--k8s-sidecar: resources, request payload and header read from the environment" },
-		{ "listen", KR_WITH_LISTEN ? sizeof(struct kr_serve) + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn) : 0, 0,
+		{ "listen", KR_WITH_LISTEN ? KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS) : 0, 0,
 		  "--listen: change history, KR_SERVE_MAX_CONNS connections; RAM only if used" },
 	};
 	size_t i, n = sizeof(all) / sizeof(all[0]);
@@ -60,4 +59,22 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 	for (i = 0; i < n && i < max; i++)
 		items[i] = all[i];
 	return n;
+}
+
+int kr_client_budget(const struct kr_config *cfg, size_t *objects, size_t *arena, kr_budget_fn fn,
+		     void *arg)
+{
+	struct kr_budget_item it[KR_BUDGET_ITEMS];
+	size_t n, i, o, a;
+
+	if (!fn || kr_client_capacities_for(cfg, &o, &a) != 0)
+		return KR_EINVAL;
+	n = kr_budget_items(it, KR_BUDGET_ITEMS, o, a);
+	for (i = 0; i < n && i < KR_BUDGET_ITEMS; i++)
+		fn(arg, it[i].name, it[i].bytes, it[i].reserved, it[i].why);
+	if (objects)
+		*objects = o;
+	if (arena)
+		*arena = a;
+	return (int)i;
 }

@@ -99,6 +99,12 @@ struct kr_client {
 	struct kr_state_history history;    /* the endpoint's ring, saved with the state */
 
 	struct kr_loop loop;
+	struct host_timer {            /* kr_client_timer's slots */
+		struct kr_timer t;     /* first: the loop's fire hands back &t */
+		struct kr_client *c;
+		kr_timer_fn fn;
+		void *arg;
+	} timers[KR_CLIENT_MAX_TIMERS];
 	struct kr_store store;
 	struct kr_reflect top;
 	struct kr_reflector refl[KR_MAX_RESOURCES];
@@ -1042,6 +1048,37 @@ int kr_client_run(struct kr_client *c)
 	return 0;
 }
 
+/* A host timer is due: its callback, as a callback (the calls it may make are a callback's). */
+static void host_timer_fire(struct kr_loop *loop, struct kr_timer *t)
+{
+	struct host_timer *h = (struct host_timer *)(void *)t;
+	struct kr_client *c = h->c;
+
+	(void)loop;
+	c->in_callback++;
+	h->fn(h->arg, (int)(h - c->timers));
+	c->in_callback--;
+}
+
+int kr_client_timer(struct kr_client *c, int slot, long after_ms, kr_timer_fn fn, void *arg)
+{
+	struct host_timer *h;
+
+	if (!valid(c) || slot < 0 || slot >= KR_CLIENT_MAX_TIMERS || after_ms < 0 || after_ms > 2147483647L)
+		return KR_EINVAL;
+	if (c->state == ST_STOPPED)
+		return KR_ESTATE;
+	h = &c->timers[slot];
+	kr_loop_timer_cancel(&c->loop, &h->t);
+	h->fn = fn;
+	h->arg = arg;
+	if (!fn)
+		return 0;
+	h->c = c;
+	h->t.fire = host_timer_fire;
+	return kr_loop_timer_at(&c->loop, &h->t, kr_port_now_ms() + after_ms) == 0 ? 0 : KR_ENOSPC;
+}
+
 int kr_client_fds(struct kr_client *c, struct kr_client_fd *fds, int max, int *timeout_ms)
 {
 	struct kr_pollfd pf[KR_LOOP_MAX_SOURCES];
@@ -1099,6 +1136,12 @@ int kr_client_process(struct kr_client *c, const struct kr_client_fd *fds, int n
 }
 
 /* --- the local endpoint ----------------------------------------------------------------------- */
+
+/* What a caller sizes a static buffer by (config/kreflect_config.h) holds kr_listen_memory. */
+_Static_assert(sizeof(struct kr_serve) <= KR_ENDPOINT_BASE_BYTES,
+	       "struct kr_serve outgrew KR_ENDPOINT_BASE_BYTES: raise its fixed part");
+_Static_assert(sizeof(struct kr_serve_conn) <= KR_ENDPOINT_CONN_BYTES,
+	       "struct kr_serve_conn outgrew KR_ENDPOINT_CONN_BYTES: raise its fixed part");
 
 size_t kr_listen_memory(const struct kr_listen_config *lc)
 {

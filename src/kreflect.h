@@ -27,7 +27,8 @@
  * Callbacks run inside kr_client_run/kr_client_process. From a callback
  * only these calls are legal: kr_client_stop, kr_client_wakeup,
  * kr_client_get, kr_client_foreach, kr_client_status, kr_client_resource_name,
- * kr_client_ready and kr_object_field (and the ones that take no client);
+ * kr_client_ready, kr_client_timer and kr_object_field (and the ones that
+ * take no client);
  * any other returns KR_ESTATE. Views
  * (const char * + length) passed to callbacks or filled by kr_client_get are
  * valid until the callback returns or until the client next runs.
@@ -219,6 +220,22 @@ struct kr_client;                  /* opaque; lives in the memory given to kr_cl
 size_t kr_client_memory(const struct kr_config *cfg);
 
 /*
+ * Since 1.1: the memory budget, item by item (`kreflect --print-budget`):
+ * calls fn(arg, name, bytes, reserved, why) for each, in order. reserved 1:
+ * what kr_client_memory counts ("arena", "index", "client"), for cfg's
+ * capacities; 0: static memory (.data + .bss) of a program built as
+ * kreflect is: the TLS heap, and the CLI's outputs ("jsonl", "dir-sink",
+ * "listen", ...; 0 bytes when not built in). why says what the bytes are
+ * (may hold newlines). *objects and *arena (either may be NULL) get the
+ * capacities cfg resolves to. Returns how many items fn was given, or
+ * KR_EINVAL (no cfg or fn, cfg not made by kr_config_init, capacities above
+ * the ceilings), fn then not called.
+ */
+typedef void (*kr_budget_fn)(void *arg, const char *name, size_t bytes, int reserved, const char *why);
+int kr_client_budget(const struct kr_config *cfg, size_t *objects, size_t *arena, kr_budget_fn fn,
+		     void *arg);
+
+/*
  * Sets up a client in mem[0..len) (16-byte aligned, at least
  * kr_client_memory(cfg) bytes; the caller keeps it until the client is no
  * longer used, and frees nothing: there is nothing to free). Reads the
@@ -372,7 +389,26 @@ int kr_client_start(struct kr_client *c, char *err, size_t errlen);
 int kr_client_run(struct kr_client *c);
 
 /*
- * Closes every connection and cancels every timer; no event follows.
+ * Since 1.1: the host's timers on the client's loop, for a host whose loop
+ * is kr_client_run (a host with its own loop keeps its own timers beside
+ * kr_client_fds' timeout). KR_CLIENT_MAX_TIMERS slots, 0 to
+ * KR_CLIENT_MAX_TIMERS - 1: kr_client_timer(c, slot, after_ms, fn, arg)
+ * arms slot to call fn(arg, slot) once, after_ms milliseconds from now (0:
+ * in the loop's next pass), in place of what it held; fn NULL disarms it.
+ * fn runs inside kr_client_run/kr_client_process like the other callbacks
+ * (the same calls are legal, kr_client_timer too: a periodic timer re-arms
+ * itself). kr_client_stop leaves the slots armed, but a stopped client runs
+ * no loop to fire them. Returns 0, KR_EINVAL (no client, slot out of range,
+ * after_ms below 0 or above 2147483647: about 24 days), KR_ESTATE (stopped),
+ * KR_ENOSPC (the loop's timer table is full).
+ */
+#define KR_CLIENT_MAX_TIMERS 4
+typedef void (*kr_timer_fn)(void *arg, int slot);
+int kr_client_timer(struct kr_client *c, int slot, long after_ms, kr_timer_fn fn, void *arg);
+
+/*
+ * Closes every connection and cancels every timer of its own (the host's,
+ * kr_client_timer, stay armed: nothing runs them); no event follows.
  * Legal from a callback (takes effect when it returns). Idempotent.
  * With a state directory, writes one last snapshot first if the mirror
  * moved since the last one (inline: its fsync and rename before it
@@ -520,7 +556,12 @@ static inline void kr_endpoint_config_init(struct kr_endpoint_config *ec)
 	kr_endpoint_config_init_size(ec, sizeof(*ec));
 }
 
-/* Bytes of memory the endpoint needs; 0 if ec is bad (not made by its init, max_conns out of range). */
+/*
+ * Bytes of memory the endpoint needs; 0 if ec is bad (not made by its init,
+ * max_conns out of range). For a buffer sized at compile time,
+ * KR_ENDPOINT_MEMORY(max_conns) of the build's config/kreflect_config.h is
+ * at least this (an upper bound from the capacities the library was built with).
+ */
 size_t kr_endpoint_memory(const struct kr_endpoint_config *ec);
 
 /*

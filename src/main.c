@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget.h"
 #include "client.h"
 #include "fmt.h"
 #include "http_post.h"
@@ -21,7 +20,6 @@
 #include "loop.h"
 #include "notify.h"
 #include "port.h"
-#include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
 #include "sink_dir.h"
@@ -45,8 +43,7 @@ static struct kr_supervise sup;
 static int sup_on;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
-static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn) + 16]
-	__attribute__((aligned(16)));
+static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
 
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
@@ -310,24 +307,27 @@ static void print_version(void)
 		kr_dprintf(1, "\n");
 }
 
+/* One item of the budget: printed, and added to its kind's total (sums[1] reserved, sums[0] static). */
+static void budget_item(void *arg, const char *name, size_t bytes, int reserved, const char *why)
+{
+	size_t *sums = arg;
+
+	kr_dprintf(1, "%-14s %10zu  %s\n", name, bytes, why);
+	sums[reserved ? 1 : 0] += bytes;
+}
+
 /* The budget for the capacities the flags chose. Returns an exit code. */
 static int print_budget(const struct kr_config *cfg)
 {
-	struct kr_budget_item it[KR_BUDGET_ITEMS];
-	size_t n, i, objects, arena, fixed = 0, reserved = 0;
+	size_t objects, arena, sums[2] = { 0, 0 };
+	size_t fixed, reserved;
 
-	if (kr_client_capacities_for(cfg, &objects, &arena) != 0) {
+	if (kr_client_budget(cfg, &objects, &arena, budget_item, sums) < 0) {
 		kr_dprintf(2, "kreflect: --max-objects, --arena-bytes or --memory out of range (see --help)\n");
 		return EXIT_USAGE;
 	}
-	n = kr_budget_items(it, KR_BUDGET_ITEMS, objects, arena);
-	for (i = 0; i < n && i < KR_BUDGET_ITEMS; i++) {
-		kr_dprintf(1, "%-14s %10zu  %s\n", it[i].name, it[i].bytes, it[i].why);
-		if (it[i].reserved)
-			reserved += it[i].bytes;
-		else
-			fixed += it[i].bytes;
-	}
+	fixed = sums[0];
+	reserved = sums[1];
 	kr_dprintf(1, "%-14s %10zu  bytes reserved once at start-up for %zu objects and a %zu-byte arena\n"
 		   "%-14s %10s  (--max-objects, --arena-bytes, --memory); untouched pages cost no RAM\n",
 		   "reserved", reserved, objects, arena, "", "");
@@ -400,13 +400,14 @@ static void on_program_end(void *arg)
 	kr_client_stop(client);
 }
 
-static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
+/* --once's --timeout (kr_client_timer): still counting while the hooks run after the sync. */
+static void on_once_timeout(void *arg, int slot)
 {
 	struct kr_status st;
 	int i, n = kr_client_resources(client);
 
-	(void)l;
-	(void)t;
+	(void)arg;
+	(void)slot;
 	for (i = 0; i < n; i++)
 		if (kr_client_status(client, i, &st) == 0 && !st.synced)
 			kr_log(KR_LOG_ERROR, "unable to sync %s within the --timeout: %s", st.resource,
@@ -419,8 +420,7 @@ static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
 	if (once_hooks && post_on && kr_http_post_busy(&post))
 		kr_log(KR_LOG_ERROR, "--once: the --http-post batch was not delivered within the --timeout");
 	once_failed = 1;
-	kr_client_stop(client);
-	loop->stop = 1;
+	kr_client_stop(client);        /* also ends run_hooks_once's loop */
 }
 
 /* A byte count with an optional K, M or G (binary) suffix; 0 if it is not one. */
@@ -1095,7 +1095,6 @@ static int apply_sandbox(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o;
-	struct kr_timer once_timer;
 	char err[512];
 	size_t i;
 	int nres = 0, r, budget = 0;
@@ -1276,11 +1275,9 @@ int main(int argc, char **argv)
 	r = apply_sandbox(&o);
 	if (r)
 		return r;
-	if (o.once) {
-		memset(&once_timer, 0, sizeof(once_timer));
-		once_timer.fire = on_once_timeout;
-		kr_loop_timer_at(loop, &once_timer, kr_port_now_ms() + (kr_ms_t)o.timeout_s * 1000);
-	}
+	/* Slot 0 of a started client, at most 86400 s: it cannot fail. */
+	if (o.once)
+		(void)kr_client_timer(client, 0, (long)o.timeout_s * 1000, on_once_timeout, NULL);
 	if (kr_client_run(client) != 0) {
 		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 		return EXIT_FATAL;

@@ -33,19 +33,18 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 
 # Still needed, and for what (each goes when a public call replaces its use):
-#  client.h     kr_client_loop (signals, the --once timer, the --dir flush before
-#               poll), kr_client_resource (k8s-sidecar's --dir scopes),
-#               kr_client_capacities_for (--print-budget), kr_client_hook_metrics
-#               (the hooks' counters on /metrics)
-#  loop.h       signals and the --once timer on the client's loop
+#  client.h     kr_client_loop (signals, --once's wait for the hooks, the --dir
+#               flush before poll), kr_client_resource (k8s-sidecar's --dir scopes),
+#               kr_client_hook_metrics (the hooks' counters on /metrics)
+#  loop.h       signals on the client's loop, and --once's wait for the hooks
+#               after the sync (kr_loop_once: the hooks' part)
 #  sink_dir.h notify.h http_post.h supervise.h
 #               the --dir sink, --exec/--signal, --http-post and -- PROGRAM
 #  sink.h       the JSON-lines output
-#  sidecar_env.h  k8s-sidecar's environment variables
-#  budget.h     --print-budget's items
-#  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
-serve.h"
+#  sidecar_env.h  k8s-sidecar's environment variables: the CLI's own part (it fills
+#               what flags would), to join ALLOWED once it speaks only kreflect.h's
+#               structs (the --dir sink's and the hooks' configurations)
+LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
 if [ -z "$included" ]; then

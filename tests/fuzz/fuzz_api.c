@@ -11,6 +11,7 @@
  *
  * Input: a sequence of (opcode, argument) byte pairs.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +122,7 @@ static void endpoint(uint8_t arg)
 	ec.healthz_ready = (arg >> 3) & 1;
 	ec.idle_s = arg & 16 ? 3601 : 0;
 	if (arg & 32)
-		ec.struct_size = arg & 64 ? 0 : sizeof(ec) - sizeof(int);
+		ec.struct_size = arg & 64 ? 0 : offsetof(struct kr_endpoint_config, tls_sessions);
 	if (kr_endpoint_memory(&ec) > sizeof(endpoint_mem) || (kr_endpoint_memory(&ec) == 0) != !!(arg & 32))
 		fail("kr_endpoint_memory", (int)kr_endpoint_memory(&ec));
 	r = kr_client_endpoint(f.c, endpoint_mem, sizeof(endpoint_mem), &ec, err, sizeof(err));
@@ -137,6 +138,52 @@ static void endpoint(uint8_t arg)
 		fail("kr_client_endpoint_where without a client", r);
 }
 
+/* kr_client_budget (1.1): the items' count, never a call after a refusal. */
+static void on_budget(void *arg, const char *name, size_t bytes, int reserved, const char *why)
+{
+	(void)bytes;
+	if (!name || !why || (reserved != 0 && reserved != 1))
+		fail("kr_client_budget's item", reserved);
+	(*(int *)arg)++;
+}
+
+static void budget(uint8_t arg)
+{
+	struct kr_config cfg;
+	size_t objects = 0;
+	int r, n = 0;
+
+	kr_config_init(&cfg);
+	cfg.max_objects = arg & 1 ? (size_t)KR_MAX_OBJECTS_CEILING + (arg >> 4) : (size_t)(arg >> 4);
+	cfg.memory_bytes = arg & 2 ? (size_t)(arg >> 2) << 16 : 0;
+	if (arg & 4)
+		cfg.struct_size = arg & 8 ? 5 : 0;      /* not made by kr_config_init */
+	r = kr_client_budget(arg & 64 ? NULL : &cfg, arg & 32 ? NULL : &objects, NULL,
+			     arg & 128 ? NULL : on_budget, &n);
+	if (r >= 0 ? r != n || r == 0 || (arg & (4 | 64 | 128)) : n != 0 || r != KR_EINVAL)
+		fail("kr_client_budget", r);
+}
+
+/* kr_client_timer (1.1): a due timer is a callback, which runs the next operations. */
+static void on_timer(void *arg, int slot)
+{
+	if (arg != &f || slot < 0 || slot >= KR_CLIENT_MAX_TIMERS)
+		fail("a host timer's callback", slot);
+	nested();
+}
+
+static void timer(uint8_t arg)
+{
+	int slot = (int)(arg % 6) - 1;                  /* -1 to KR_CLIENT_MAX_TIMERS */
+	long ms = arg & 8 ? (arg & 16 ? -1 : 2147483648L) : (long)((arg >> 5) & 1);
+	int r = kr_client_timer(f.c, slot, ms, arg & 128 ? NULL : on_timer, &f);
+
+	if (r == 0 && (!f.c || slot < 0 || slot >= KR_CLIENT_MAX_TIMERS || (arg & 8) || f.state == STOPPED))
+		fail("kr_client_timer that must fail", r);
+	if (r != 0 && r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC)
+		fail("kr_client_timer's error", r);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -147,7 +194,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 18) {
+	switch (op % 20) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -314,6 +361,12 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 17:                           /* the endpoint (1.1): any state, any struct, then where */
 		endpoint(arg);
+		return;
+	case 18:                           /* the memory budget (1.1), no client needed */
+		budget(arg);
+		return;
+	case 19:                           /* a host timer (1.1), fired by run and process */
+		timer(arg);
 		return;
 	}
 }

@@ -364,6 +364,166 @@ KR_TEST(client, the_endpoint_opens_once_after_start)
 	return 0;
 }
 
+/* kr_client_timer (1.1): host timers under kr_client_run and kr_client_process. */
+static struct {
+	struct kr_client *c;
+	int fired[KR_CLIENT_MAX_TIMERS], order[8], n, rearm, add, start, bad;
+	void *arg;
+} ht;
+
+static void on_host_timer(void *arg, int slot)
+{
+	char err[100];
+
+	ht.arg = arg;
+	ht.fired[slot]++;
+	if (ht.n < 8)
+		ht.order[ht.n++] = slot;
+	/* A callback: the calls it may make, kr_client_timer among them. */
+	ht.add = kr_client_add_resource(ht.c, "pods", err, sizeof(err));
+	ht.start = kr_client_start(ht.c, err, sizeof(err));
+	if (slot == 1 && ht.rearm-- > 0 && kr_client_timer(ht.c, 1, 0, on_host_timer, arg) != 0)
+		ht.bad++;
+	if (slot == 3)
+		kr_client_stop(ht.c);
+}
+
+KR_TEST(client, host_timers_fire_once_in_order_and_rearm)
+{
+	struct kr_client *c = new_client();
+	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
+	char err[200];
+	int t, n, guard;
+	kr_ms_t t0;
+
+	check(c != NULL);
+	memset(&ht, 0, sizeof(ht));
+	ht.c = c;
+	/* Misuse: every bound of slot and after_ms. */
+	check(kr_client_timer(NULL, 0, 0, on_host_timer, NULL) == KR_EINVAL);
+	check(kr_client_timer(c, -1, 0, on_host_timer, NULL) == KR_EINVAL);
+	check(kr_client_timer(c, KR_CLIENT_MAX_TIMERS, 0, on_host_timer, NULL) == KR_EINVAL);
+	check(kr_client_timer(c, 0, -1, on_host_timer, NULL) == KR_EINVAL);
+	check(kr_client_timer(c, 0, 2147483648L, on_host_timer, NULL) == KR_EINVAL);
+	check(kr_client_timer(c, 0, 2147483647L, on_host_timer, NULL) == 0);   /* armed before start */
+	check(kr_client_timer(c, 0, 0, NULL, NULL) == 0);                      /* and disarmed */
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	/* Slot 2 later than 1, 0 replaced by a later time, 1 re-arms itself twice; 3 stops. */
+	t0 = kr_port_now_ms();
+	ht.rearm = 2;
+	check(kr_client_timer(c, 0, 5, on_host_timer, &ht) == 0);
+	check(kr_client_timer(c, 2, 30, on_host_timer, &ht) == 0);
+	check(kr_client_timer(c, 1, 10, on_host_timer, &ht) == 0);
+	check(kr_client_timer(c, 0, 60, on_host_timer, &ht) == 0);
+	check(kr_client_timer(c, 3, 200, on_host_timer, &ht) == 0);
+	/* The host's loop: kr_client_fds' timeout counts the host timers. */
+	for (guard = 0; ht.fired[0] == 0 && guard < 1000; guard++) {
+		n = kr_client_fds(c, fds, KR_CLIENT_MAX_FDS, &t);
+		check(n >= 0 && t >= 0 && t <= 60);
+		check(kr_client_process(c, fds, 0) >= 0);
+		poll(NULL, 0, t > 0 ? t : 1);
+	}
+	check(ht.fired[0] == 1 && ht.fired[1] == 3 && ht.fired[2] == 1 && ht.fired[3] == 0);
+	/* By deadline: 1 first, 2 (30 ms) before 0 (moved to 60 ms); a loaded machine may put 2
+	 * between 1's re-arms, which are due at once. */
+	check(ht.n == 5 && ht.order[0] == 1);
+	for (n = 0; n < 5 && ht.order[n] != 2; n++)
+		check(ht.order[n] != 0);
+	check(kr_port_now_ms() - t0 >= 60 && ht.arg == &ht);
+	check(ht.add == KR_ESTATE && ht.start == KR_ESTATE && !ht.bad);   /* not from a callback */
+	/* kr_client_run fires them too; slot 3 stops the client. */
+	check(kr_client_run(c) == 0 && ht.fired[3] == 1 && kr_port_now_ms() - t0 >= 200);
+	check(kr_client_timer(c, 0, 0, on_host_timer, &ht) == KR_ESTATE);     /* stopped */
+	return 0;
+}
+
+/* kr_client_budget (1.1): every item once, the reserved ones what kr_client_memory counts. */
+struct budget_seen {
+	int n, reserved, bad;
+	size_t sum;
+};
+
+static void on_budget(void *arg, const char *name, size_t bytes, int reserved, const char *why)
+{
+	struct budget_seen *b = arg;
+
+	b->n++;
+	if (!name || !name[0] || !why || (reserved != 0 && reserved != 1))
+		b->bad++;
+	if (reserved) {
+		b->reserved++;
+		b->sum += bytes;
+	}
+}
+
+KR_TEST(client, the_budget_item_by_item)
+{
+	struct kr_config cfg;
+	struct budget_seen b;
+	size_t objects = 0, arena = 0;
+	int n;
+
+	kr_config_init(&cfg);
+	cfg.max_objects = 1000;
+	cfg.arena_bytes = 1u << 20;
+	memset(&b, 0, sizeof(b));
+	n = kr_client_budget(&cfg, &objects, &arena, on_budget, &b);
+	check(n > 4 && n == b.n && !b.bad && b.reserved == 3);
+	check(objects == 1000 && arena == (1u << 20));
+	/* the reserved items are the client's memory, but for its 16-byte roundings */
+	check(b.sum <= kr_client_memory(&cfg) && kr_client_memory(&cfg) - b.sum < 64);
+	check(kr_client_budget(&cfg, NULL, NULL, on_budget, &b) == n);
+	/* Misuse: fn not called, nothing written. */
+	memset(&b, 0, sizeof(b));
+	objects = 7;
+	check(kr_client_budget(NULL, &objects, NULL, on_budget, &b) == KR_EINVAL);
+	check(kr_client_budget(&cfg, &objects, NULL, NULL, &b) == KR_EINVAL);
+	cfg.max_objects = (size_t)KR_MAX_OBJECTS_CEILING + 1;     /* above the ceiling */
+	check(kr_client_budget(&cfg, &objects, NULL, on_budget, &b) == KR_EINVAL);
+	kr_config_init(&cfg);
+	cfg.struct_size = 0;                                      /* not made by kr_config_init */
+	check(kr_client_budget(&cfg, &objects, NULL, on_budget, &b) == KR_EINVAL);
+	check(b.n == 0 && objects == 7);
+	return 0;
+}
+
+/*
+ * KR_ENDPOINT_MEMORY (config/kreflect_config.h), what a static buffer is sized
+ * by: never below kr_endpoint_memory, not far above it, and enough to open.
+ */
+static char static_mem[KR_ENDPOINT_MEMORY(3)] __attribute__((aligned(16)));
+
+KR_TEST(client, the_endpoint_fits_its_static_size)
+{
+	static const int conns[] = { 1, 2, 3, 17, KR_SERVE_MAX_CONNS };
+	struct kr_client *c = new_client();
+	struct kr_endpoint_config ec;
+	char err[200];
+	size_t i, need, bound;
+
+	check(c != NULL);
+	kr_endpoint_config_init(&ec);
+	for (i = 0; i < sizeof(conns) / sizeof(conns[0]); i++) {
+		ec.max_conns = conns[i];
+		need = kr_endpoint_memory(&ec);
+		bound = KR_ENDPOINT_MEMORY(conns[i]);
+		check(need > 0 && need <= bound);
+		check(bound - need < 8192u + (size_t)conns[i] * 1024u);
+	}
+	ec.max_conns = 0;                              /* the default: the most */
+	check(kr_endpoint_memory(&ec) <= KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS));
+	ec.address = "127.0.0.1:0";
+	ec.max_conns = 4;                              /* one more than the buffer holds */
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_endpoint(c, static_mem, sizeof(static_mem), &ec, err, sizeof(err)) == KR_ENOSPC);
+	ec.max_conns = 3;
+	check(kr_client_endpoint(c, static_mem, sizeof(static_mem), &ec, err, sizeof(err)) == 0);
+	check(kr_client_stop(c) == 0);
+	return 0;
+}
+
 /* kr_client_endpoint (1.1): the sized configuration, every misuse in words, where it listens. */
 KR_TEST(client, the_endpoint_with_every_option)
 {
