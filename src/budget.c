@@ -25,6 +25,9 @@ static size_t index_bytes(size_t objects)
 /* The TLS heap's part for sessions on --listen (config/kreflect_config.h). */
 #define LISTEN_TLS_BYTES (KR_WITH_LISTEN_TLS ? ((size_t)KR_SERVE_TLS_CONNS + 1) * KR_SERVE_TLS_PER_CONN : 0u)
 
+/* An item's words, or only that it is not built in (the tiny build keeps no more). */
+#define BUILT(with, text) ((with) ? (text) : "not built into this kreflect")
+
 size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects, size_t arena)
 {
 	const struct kr_budget_item all[] = {
@@ -38,21 +41,28 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "tls-heap", KR_TLS_HEAP_SIZE - LISTEN_TLS_BYTES, 0,
 		  "mbedTLS heap: record buffers and handshakes of KR_MAX_CONNS connections" },
 		{ "listen-tls", LISTEN_TLS_BYTES ? LISTEN_TLS_BYTES + KR_PEM_MAX : 0, 0,
-		  "TLS on --listen: the mbedTLS heap's part, " STR(KR_SERVE_TLS_CONNS) " sessions at most and one that\n"
-		  "                           answers 503, of " STR(KR_SERVE_TLS_PER_CONN) " bytes each (records 16+4 KiB, keys, a handshake),\n"
-		  "                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
-		  "                           RAM only if used" },
+		  BUILT(LISTEN_TLS_BYTES, "TLS on --listen: the mbedTLS heap's part, " STR(KR_SERVE_TLS_CONNS)
+			" sessions at most and one that\n"
+			"                           answers 503, of " STR(KR_SERVE_TLS_PER_CONN)
+			" bytes each (records 16+4 KiB, keys, a handshake),\n"
+			"                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
+			"                           RAM only if used") },
 		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },
-		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 0, "--exec/--signal: command words, changed keys" },
+		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 0,
+		  BUILT(KR_WITH_HOOKS, "--exec/--signal: command words, changed keys") },
 		{ "http-post", (KR_WITH_HOOKS ? sizeof(struct kr_http_post) : 0), 0,
-		  "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; RAM only if used" },
-		{ "supervise", (KR_WITH_HOOKS ? sizeof(struct kr_supervise) : 0), 0, "-- PROGRAM: KR_SUPERVISE_ARGS words, state" },
+		  BUILT(KR_WITH_HOOKS, "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; "
+				       "RAM only if used") },
+		{ "supervise", (KR_WITH_HOOKS ? sizeof(struct kr_supervise) : 0), 0,
+		  BUILT(KR_WITH_HOOKS, "-- PROGRAM: KR_SUPERVISE_ARGS words, state") },
 		{ "dir-sink", (KR_WITH_DIR ? sizeof(struct kr_dirsink) : 0), 0,
-		  "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; RAM only if used" },
+		  BUILT(KR_WITH_DIR, "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; "
+				     "RAM only if used") },
 		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) : 0), 0,
-		  "--k8s-sidecar: resources, request payload and header read from the environment" },
+		  BUILT(KR_WITH_SIDECAR, "--k8s-sidecar: resources, request payload and header read from "
+					 "the environment") },
 		{ "listen", KR_WITH_LISTEN ? KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS) : 0, 0,
-		  "--listen: change history, KR_SERVE_MAX_CONNS connections; RAM only if used" },
+		  BUILT(KR_WITH_LISTEN, "--listen: change history, KR_SERVE_MAX_CONNS connections; RAM only if used") },
 	};
 	size_t i, n = sizeof(all) / sizeof(all[0]);
 
