@@ -4,10 +4,7 @@
 # budget against the binary's real .data + .bss, exported symbols and lint.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. tests/result.sh
 
 # Stripped binary ceilings (bytes), default and PROFILE=tiny builds: the sizes
 # `make size` measured plus 2 % (the x86_64 and aarch64 files grow in 4 KiB
@@ -111,5 +108,4 @@ done
 if make --no-print-directory check-symbols >build/test-logs/check-symbols.log 2>&1; then ok "check-symbols"; else bad "check-symbols: $(cat build/test-logs/check-symbols.log)"; fi
 if make --no-print-directory lint >build/test-logs/lint.log 2>&1; then ok "lint"; else bad "lint: $(cat build/test-logs/lint.log)"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+result

@@ -14,10 +14,7 @@
 #   sh tests/cli/includes.sh        (after make: the generated usage_gz.h)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. tests/result.sh
 
 # Allowed, and why:
 #  kreflect.h         the library's API
@@ -129,5 +126,4 @@ else
 	fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+result

@@ -1,16 +1,12 @@
 # shellcheck shell=sh
 # Sourced by the suites of tests/install/: the counters, the result line, and
 # the test API server with objects in the namespace the examples mirror.
-pass=0
-fail=0
+. tests/result.sh
 api_pid=
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 # The last line, "N passed, N failed"; the exit status says whether all passed.
 finish() {
 	[ -z "$api_pid" ] || kill "$api_pid" 2>/dev/null
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
+	result
 	exit
 }
 trap 'bad "interrupted"; finish' INT TERM
