@@ -94,6 +94,8 @@ struct kr_client {
 	void (*serve_close)(struct kr_serve *s);
 	const struct kr_notify *hook_notify;       /* the host's hooks, for the endpoint's metrics */
 	const struct kr_http_post *hook_post;
+	void *dir;                     /* the directory sink, in the caller's memory, or NULL */
+	void (*dir_close)(void *dir);  /* through a pointer: a program without it links none */
 	int state_on;                  /* snapshots go to cfg.state_dir */
 	struct kr_state persist;
 	struct kr_state_history history;    /* the endpoint's ring, saved with the state */
@@ -160,6 +162,11 @@ void kr_config_init_size(struct kr_config *cfg, size_t size)
  * field this library lacks).
  */
 static int sized_in(const void *given, size_t min, void *out, size_t out_size)
+{
+	return kr_client_sized_in(given, min, out, out_size);
+}
+
+int kr_client_sized_in(const void *given, size_t min, void *out, size_t out_size)
 {
 	size_t size, i;
 
@@ -1006,6 +1013,10 @@ int kr_client_stop(struct kr_client *c)
 		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
 		c->state_on = 0;
 	}
+	if (c->dir && c->dir_close) {
+		c->dir_close(c->dir);            /* the last batch of files in place; its counts stay */
+		c->dir_close = NULL;
+	}
 	if (KR_WITH_WAKEUP && c->wake_fd >= 0) {
 		int fd = c->wake_fd;
 
@@ -1180,6 +1191,26 @@ void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
 		return;
 	c->hook_notify = notify;
 	c->hook_post = post;
+}
+
+int kr_client_set_dir(struct kr_client *c, void *d, void (*close)(void *d))
+{
+	if (!valid(c))
+		return KR_EINVAL;
+	if (c->in_callback || c->state != ST_INIT || c->dir)
+		return KR_ESTATE;
+	if (!d && c->ncb == MAX_CALLBACKS)
+		return KR_ENOSPC;
+	if (d) {
+		c->dir = d;
+		c->dir_close = close;
+	}
+	return 0;
+}
+
+void *kr_client_dir_sink(struct kr_client *c)
+{
+	return valid(c) ? c->dir : NULL;
 }
 
 void kr_endpoint_config_init_size(struct kr_endpoint_config *ec, size_t size)

@@ -41,6 +41,24 @@ struct kr_http_post;
 void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
 			    const struct kr_http_post *post);
 
+/*
+ * The directory sink (client_dir.c) in the caller's memory: kr_client_stop
+ * calls close(d) (once; d stays attached for its counts). With d NULL, only
+ * says whether one may be attached now. Returns 0, KR_EINVAL (not a client),
+ * KR_ESTATE (started, from a callback, one attached already), KR_ENOSPC (d
+ * NULL and no event callback left). kr_client_dir_sink: the one attached, or NULL.
+ */
+int kr_client_set_dir(struct kr_client *c, void *d, void (*close)(void *d));
+void *kr_client_dir_sink(struct kr_client *c);
+
+/*
+ * A caller's sized configuration (struct_size first) copied into this
+ * library's out[0..out_size), whose defaults are already there: 0, KR_EINVAL
+ * (NULL, or a struct_size below min: not made by its init), KR_ENOTSUP (a
+ * longer struct with a field this library does not have set).
+ */
+int kr_client_sized_in(const void *given, size_t min, void *out, size_t out_size);
+
 /* sizeof(struct kr_client), for the budget. */
 size_t kr_client_struct_size(void);
 

@@ -27,7 +27,8 @@
  * Callbacks run inside kr_client_run/kr_client_process. From a callback
  * only these calls are legal: kr_client_stop, kr_client_wakeup,
  * kr_client_get, kr_client_foreach, kr_client_status, kr_client_resource_name,
- * kr_client_ready and kr_object_field (and the ones that take no client);
+ * kr_client_ready, kr_client_dir_stats and kr_object_field (and the ones
+ * that take no client);
  * any other returns KR_ESTATE. Views
  * (const char * + length) passed to callbacks or filled by kr_client_get are
  * valid until the callback returns or until the client next runs.
@@ -47,8 +48,9 @@
  *    is an inline wrapper passing it), so it can grow at the end too.
  *  - structs the library hands to callbacks (kr_event, kr_state_change,
  *    kr_object) only grow at the end: read the fields you know.
- *  - struct kr_endpoint_config (1.1) grows as kr_config does.
- *  - struct kr_resource_spec, kr_listen_config and kr_client_fd are frozen:
+ *  - struct kr_endpoint_config and kr_dir_config (1.1) grow as kr_config does.
+ *  - struct kr_resource_spec, kr_listen_config, kr_client_fd and
+ *    kr_dir_stats are frozen:
  *    a new option comes as a new call, not a new field.
  * Why a size field and not opaque setters (libcurl's curl_easy_setopt with
  * CURLOPT_* numbers, mosquitto's mosquitto_int_option): setters need the
@@ -539,6 +541,98 @@ int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct 
  * (where too small: it holds "").
  */
 int kr_client_endpoint_where(struct kr_client *c, char *where, size_t len, int *token_required);
+
+/* --- the directory sink ---------------------------------------------------------- */
+
+/*
+ * Since 1.1: the objects as files under one root directory (the CLI's --dir),
+ * for programs that read files rather than speak to the API. ConfigMaps and
+ * Secrets become one file per data key (`data` as text, `binaryData` and a
+ * Secret's `data` decoded), named by the key; every other resource one file
+ * <namespace>_<name>.json holding the object. Files are replaced atomically
+ * and only when their bytes or mode differ; the root is opened once and
+ * nothing under it is reached through a symbolic link; a manifest in the root
+ * lists the files the sink owns, so it removes exactly its own (objects
+ * deleted while it was not running too) and never writes over another's
+ * (src/README.md "Outputs"). The struct grows as kr_config does.
+ */
+enum kr_dir_layout {
+	KR_DIR_LAYOUT_FLAT,            /* keys' files in the target directory */
+	KR_DIR_LAYOUT_OBJECT,          /* in <target>/<namespace>/<name>/ */
+};
+
+enum kr_dir_sync {
+	KR_DIR_SYNC_BATCH,             /* the files of a batch renamed into place together, with one
+					  file system sync before and one after, before the loop
+					  sleeps and before a timer fires */
+	KR_DIR_SYNC_EACH,              /* an fsync per file and its directory, inside the event */
+};
+
+struct kr_dir_config {
+	size_t struct_size;            /* sizeof(struct kr_dir_config), set by its init */
+	const char *path;              /* the root directory; created (0755) if missing */
+	enum kr_dir_layout layout;
+	const char *annotation;        /* the annotation naming a subdirectory of the root as an
+					  object's target; NULL: "kreflect.io/target-dir", "": none */
+	unsigned file_mode;            /* 0: 0644; at most 0777 */
+	unsigned secret_mode;          /* a Secret's files; 0: 0600 */
+	enum kr_dir_sync sync;
+	size_t max_files;              /* files owned at once; 0: the compile-time most */
+	/* k8s-sidecar's ways (kreflect --k8s-sidecar); all 0 by default: */
+	int unique_names;              /* ConfigMap and Secret files named
+					  namespace_<ns>.<configmap|secret>_<name>.<key> */
+	int annotation_absolute;       /* an absolute annotation inside the root names the same
+					  directory relative to it (others are refused) */
+	int url_keys_refused;          /* keys ending in ".url" are refused, not written */
+	int sweep_by_scope;            /* 1: a resource's SYNCED removes only the files its
+					  namespace and name selector could list (several
+					  resources of one type); 0: every file of its type */
+};
+
+/* Fills dc with the defaults (zeros) and sets dc->struct_size. */
+void kr_dir_config_init_size(struct kr_dir_config *dc, size_t size);
+static inline void kr_dir_config_init(struct kr_dir_config *dc)
+{
+	kr_dir_config_init_size(dc, sizeof(*dc));
+}
+
+/*
+ * Bytes of memory the sink needs (its manifest of max_files files, one
+ * decoded value: about 2.5 MiB with the defaults, pages never written cost
+ * no RAM); 0 if dc is bad (not made by its init, max_files above the most).
+ */
+size_t kr_dir_memory(const struct kr_dir_config *dc);
+
+/*
+ * Writes the client's objects under dc->path, from mem[0..len) (16-byte
+ * aligned, kr_dir_memory bytes, kept until the client stops). Once, before
+ * kr_client_start: creates the root, loads the manifest, checks the root is
+ * writable. Uses one of the 8 event callbacks, before the ones added after
+ * it (a hook added later runs when the files are in place). kr_client_stop
+ * puts the last batch in place and closes the root. Returns 0, KR_EINVAL (no
+ * client, path or memory, a configuration not made by kr_dir_config_init, a
+ * mode above 0777, the root not a directory), KR_ENOTSUP (a field this
+ * library does not have, or a build without the sink), KR_ESTATE (started,
+ * from a callback, or a sink already), KR_ENOSPC (len too small, no callback
+ * left), KR_EPROTO (the manifest is not one), KR_EIO (the root cannot be
+ * made or written); the reason in err.
+ */
+int kr_client_dir(struct kr_client *c, void *mem, size_t len, const struct kr_dir_config *dc,
+		  char *err, size_t errlen);
+
+/* What the sink did since kr_client_dir, counted per file. Frozen: new counts come as a new call. */
+struct kr_dir_stats {
+	unsigned long long written;    /* files created or replaced */
+	unsigned long long unchanged;  /* files already holding the bytes and mode */
+	unsigned long long removed;    /* files removed */
+	unsigned long long conflicts;  /* files not written: another owner, or not the sink's */
+	unsigned long long errors;     /* refused names, bad values, failed system calls (each
+					  named in an error line as it happened) */
+	size_t files;                  /* files the manifest owns now */
+};
+
+/* Fills *st. Returns 0, KR_EINVAL (no client or st), KR_ESTATE (no sink). Legal from a callback. */
+int kr_client_dir_stats(struct kr_client *c, struct kr_dir_stats *st);
 
 /* --- health ------------------------------------------------------------------------ */
 

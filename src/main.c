@@ -24,7 +24,6 @@
 #include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
-#include "sink_dir.h"
 #include "supervise.h"
 
 #define EXIT_FATAL 1
@@ -36,7 +35,6 @@
 static struct kr_client *client;
 static struct kr_loop *loop;
 static struct kr_jsonl jsonl;
-static struct kr_dirsink dirsink;
 static struct kr_notify notify;
 static int notify_on;
 static struct kr_http_post post;
@@ -261,8 +259,7 @@ struct options {
 	int verbosity;
 	int once;
 	int timeout_s;
-	struct kr_dirsink_opts dir;
-	int dir_sync_each;             /* --dir-sync each: an fsync per file, inside the event */
+	struct kr_dir_config dir;      /* --dir and its flags */
 	struct kr_notify_opts notify;
 	const char *http_post;
 	const struct kr_http_post_opts *post_opts;  /* NULL: --http-post's own */
@@ -517,11 +514,11 @@ enum flag_kind {
 	X("--timeout", SECONDS, 86400, timeout_s, F_NUM, F_LO1, 0) \
 	/* output */ \
 	X("--dir", "a directory", 0, dir.path, F_STR, 0, 0) \
-	X("--dir-layout", "flat|object", 0, dir.layout_object, F_ENUM, 0, 0) \
+	X("--dir-layout", "flat|object", 0, dir.layout, F_ENUM, 0, 0) \
 	X("--dir-annotation", "", 0, dir.annotation, F_STR, 0, 0) \
 	X("--file-mode", "", 0, dir.file_mode, F_MODE, 0, 0) \
 	X("--secret-file-mode", "", 0, dir.secret_mode, F_MODE, 0, 0) \
-	X("--dir-sync", "batch|each", 0, dir_sync_each, F_ENUM, 0, 0) \
+	X("--dir-sync", "batch|each", 0, dir.sync, F_ENUM, 0, 0) \
 	X("--exec", "a command", 0, notify.exec, F_STR, 0, 0) \
 	X("--signal", "", 0, notify.signal, F_SIGNAL, 0, 0) \
 	X("--http-post", "a URL", 0, http_post, F_STR, 0, 0) \
@@ -844,9 +841,10 @@ static int partial_mirror(void)
  * an error line as they happen; the run's last line counts them, so that a
  * script reading only the end still sees that some are missing.
  */
-static void once_refused_line(const struct kr_dirsink *d, const char *flag)
+static void once_refused_line(const char *flag)
 {
-	unsigned long long n = d->stats.errors + d->stats.conflicts;
+	struct kr_dir_stats st;
+	unsigned long long n = kr_client_dir_stats(client, &st) == 0 ? st.errors + st.conflicts : 0;
 
 	if (n)
 		kr_log(KR_LOG_WARN, "--once: %s refused or could not write %llu file%s or object%s (each "
@@ -901,7 +899,15 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	*nres = sidecar.nres;              /* added to the client from sidecar.res by make_client */
 	o->sidecar = 1;
 	o->output_none = 1;
-	o->dir = sidecar.dir;
+	o->dir.path = sidecar.dir.path;
+	o->dir.annotation = sidecar.dir.annotation;
+	o->dir.annotation_absolute = sidecar.dir.annotation_absolute;
+	o->dir.url_keys_refused = sidecar.dir.url_keys_refused;
+	o->dir.unique_names = sidecar.dir.unique_names;
+	o->dir.file_mode = sidecar.dir.file_mode;
+	o->dir.secret_mode = sidecar.dir.secret_mode;
+	/* A sweep removes only the files of what its own resource covers. */
+	o->dir.sweep_by_scope = 1;
 	o->notify.exec = sidecar.script;
 	o->http_post = sidecar.req_url;
 	o->post_opts = &sidecar.post;
@@ -1124,6 +1130,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	kr_config_init(&o.cfg);
 	kr_endpoint_config_init(&o.serve);
+	kr_dir_config_init(&o.dir);
 	o.verbosity = 1;
 	o.timeout_s = 60;
 	o.notify.debounce_ms = 1000;
@@ -1175,19 +1182,25 @@ int main(int argc, char **argv)
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
+	if (!o.output_none) {
+		/* Its lines written before the files' batch is put in place, as they come. */
+		kr_jsonl_init(&jsonl, 1);
+		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
+	}
 	if (KR_WITH_DIR && o.dir.path) {
-		if (o.sidecar) {
-			/* A sweep removes only the files of what its own resource covers. */
-			o.dir.scopes = kr_client_resource(client, 0);
-			o.dir.nscopes = nres;
-		}
-		o.dir.batch = !o.dir_sync_each;
-		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
-			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
-			return EXIT_USAGE;
-		}
-		if (add_sink(kr_dirsink_event, &dirsink) != 0)
+		size_t need = kr_dir_memory(&o.dir);
+		void *mem = need ? kr_port_reserve(need) : NULL;
+
+		if (!mem) {
+			kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
+				   kr_port_last_error());
 			return EXIT_FATAL;
+		}
+		r = kr_client_dir(client, mem, need, &o.dir, err, sizeof(err));
+		if (r != 0) {
+			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
+			return r == KR_ENOSPC ? EXIT_FATAL : EXIT_USAGE;
+		}
 	}
 	if (KR_WITH_HOOKS && (o.notify.exec || o.notify.signal)) {
 		o.notify.resources = nres;
@@ -1223,17 +1236,8 @@ int main(int argc, char **argv)
 			return EXIT_FATAL;
 		sup_on = 1;
 	}
-	if (!o.output_none) {
-		kr_jsonl_init(&jsonl, 1);
-		if (add_sink(kr_jsonl_event, &jsonl) != 0)
-			return EXIT_FATAL;
-		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
-	}
-	if (KR_WITH_DIR && o.dir.path) {
-		/* The batch's files in place before the loop sleeps and before any timer (a hook). */
-		kr_loop_before_poll(loop, kr_dirsink_flush, &dirsink);
-		kr_loop_before_timers(loop, kr_dirsink_flush, &dirsink);
-	}
+	if (!o.output_none && add_sink(kr_jsonl_event, &jsonl) != 0)
+		return EXIT_FATAL;
 	/* The outputs are in place before the start: a restored mirror reaches them first. */
 	r = kr_client_start(client, err, sizeof(err));
 	if (r != 0) {
@@ -1281,9 +1285,8 @@ int main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 	restored_warnings();
-	kr_client_stop(client);                /* closes the endpoint, writes the last snapshot */
-	if (KR_WITH_DIR && o.dir.path)
-		kr_dirsink_close(&dirsink);    /* the last batch of files in place */
+	/* Closes the endpoint, writes the last snapshot, puts the last batch of files in place. */
+	kr_client_stop(client);
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
 	if (o.once) {
@@ -1291,7 +1294,7 @@ int main(int argc, char **argv)
 		r = once_failed ? EXIT_FATAL : kr_client_ready(client) <= 0 ? 0
 		    : partial_mirror() ? EXIT_FATAL : run_hooks_once();
 		if (KR_WITH_DIR && o.dir.path)
-			once_refused_line(&dirsink, o.sidecar ? "FOLDER" : "--dir");
+			once_refused_line(o.sidecar ? "FOLDER" : "--dir");
 		return r;
 	}
 	if (sup_on && sup.state == KR_SUP_ENDED)

@@ -38,13 +38,14 @@ ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 #               kr_client_capacities_for (--print-budget), kr_client_hook_metrics
 #               (the hooks' counters on /metrics)
 #  loop.h       signals and the --once timer on the client's loop
-#  sink_dir.h notify.h http_post.h supervise.h
-#               the --dir sink, --exec/--signal, --http-post and -- PROGRAM
+#  notify.h http_post.h supervise.h
+#               --exec/--signal, --http-post and -- PROGRAM
 #  sink.h       the JSON-lines output
-#  sidecar_env.h  k8s-sidecar's environment variables
+#  sidecar_env.h  k8s-sidecar's environment variables (and the FOLDER options it
+#               reads into the sink's own struct, which main.c copies into a kr_dir_config)
 #  budget.h     --print-budget's items
 #  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
+LEFT="client.h loop.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
 serve.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kreflect.h"
 #include "kreflect_config.h"
@@ -23,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char mem[2u << 20] __attribute__((aligned(16)));
 static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
+static char dir_mem[4u << 20] __attribute__((aligned(16)));
+static char dir_root[] = "/tmp/kreflect-fuzz-api-XXXXXX";   /* made once; holds the manifest only */
 
 enum { NONE, INIT, STARTED, STOPPED };
 
@@ -31,6 +34,7 @@ static struct {
 	int state;
 	int in_cb;                     /* the fuzz input's nested calls run from here */
 	int discovery;                 /* a name left for discovery was added: start may fail */
+	int dir;                       /* the client has its directory sink */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -137,6 +141,64 @@ static void endpoint(uint8_t arg)
 		fail("kr_client_endpoint_where without a client", r);
 }
 
+/*
+ * kr_client_dir with a directory, one that cannot be made, none, a mode out
+ * of range, an unmade, too short or too long struct, in any state; the sink
+ * is set up only before start, outside a callback, once (or finds no callback
+ * left); then kr_client_dir_stats, which answers wherever there is a sink.
+ * No event reaches it (the server refuses): its root holds the manifest only.
+ */
+static void remove_dir_root(void)
+{
+	char manifest[sizeof(dir_root) + 32];
+
+	snprintf(manifest, sizeof(manifest), "%s/.kreflect-manifest", dir_root);
+	unlink(manifest);
+	rmdir(dir_root);
+}
+
+static void dir_sink(uint8_t arg)
+{
+	struct kr_dir_config dc[2];
+	struct kr_dir_stats st;
+	char err[128];
+	int r, good;
+
+	if (dir_root[sizeof(dir_root) - 2] == 'X') {
+		if (!mkdtemp(dir_root))
+			fail("mkdtemp", -100);
+		atexit(remove_dir_root);
+	}
+	memset(dc, 0, sizeof(dc));
+	kr_dir_config_init_size(&dc[0], arg & 64 ? sizeof(dc) : sizeof(dc[0]));
+	dc[0].path = arg & 1 ? dir_root : arg & 2 ? "/proc/kreflect-fuzz/out" : NULL;
+	dc[0].layout = (enum kr_dir_layout)((arg >> 2) & 1);
+	dc[0].sync = (enum kr_dir_sync)((arg >> 3) & 1);
+	dc[0].file_mode = arg & 16 ? 01000 : 0;
+	dc[0].sweep_by_scope = 1;
+	if (arg & 32)
+		dc[0].struct_size = arg & 128 ? 0 : sizeof(dc[0]) - sizeof(int);
+	else if (arg & 128)
+		((unsigned char *)dc)[sizeof(dc[0]) + 1] = 1;   /* a field this library lacks (64: in the size) */
+	good = (arg & 1) && !(arg & 16) && !(arg & 32) && !((arg & 64) && (arg & 128));
+	if ((kr_dir_memory(&dc[0]) == 0) != ((arg & 32) || ((arg & 64) && (arg & 128))) ||
+	    kr_dir_memory(&dc[0]) > sizeof(dir_mem))
+		fail("kr_dir_memory", (int)kr_dir_memory(&dc[0]));
+	r = kr_client_dir(f.c, dir_mem, sizeof(dir_mem), &dc[0], err, sizeof(err));
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || f.dir))
+		fail("kr_client_dir that must fail", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_EIO &&
+				    r != KR_ENOTSUP)))
+		fail("kr_client_dir's error", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !f.dir)
+		fail("kr_client_dir of a good configuration", r);
+	if (r == 0)
+		f.dir = 1;
+	r = kr_client_dir_stats(f.c, arg & 4 ? &st : NULL);
+	if (r != (!f.c || !(arg & 4) ? KR_EINVAL : f.dir ? 0 : KR_ESTATE) || (r == 0 && st.files != 0))
+		fail("kr_client_dir_stats", r);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -147,7 +209,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 18) {
+	switch (op % 19) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -173,6 +235,7 @@ static void step(uint8_t op, uint8_t arg)
 			f.state = NONE;
 		}
 		f.discovery = 0;
+		f.dir = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -314,6 +377,9 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 17:                           /* the endpoint (1.1): any state, any struct, then where */
 		endpoint(arg);
+		return;
+	case 18:                           /* the directory sink (1.1): any state, any struct, its counts */
+		dir_sink(arg);
 		return;
 	}
 }

@@ -3,9 +3,12 @@
  * KR_ENOSPC and never crashes; callbacks may call only the read-only
  * functions; the field getter reads values and refuses bad input.
  */
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kreflect.h"
 #include "kreflect_config.h"
@@ -14,6 +17,8 @@
 
 /* Enough for the client with the small capacities below. */
 static char mem[4u << 20] __attribute__((aligned(16)));
+/* And for a directory sink (kr_dir_memory). */
+static char dir_mem[4u << 20] __attribute__((aligned(16)));
 
 /* A client of a plain-HTTP server nobody listens on: every connection is refused. */
 static void small_config(struct kr_config *cfg)
@@ -155,7 +160,7 @@ KR_TEST(client, calls_in_the_wrong_state_are_estate)
 
 static struct {
 	struct kr_client *c;
-	int calls, start, add, run, process, fds, get, status, stop;
+	int calls, start, add, run, process, fds, get, status, stop, dir, dir_stats;
 } cb;
 
 static void on_state(void *arg, const struct kr_state_change *st)
@@ -163,12 +168,16 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	struct kr_client_fd fds[2];
 	struct kr_object o;
 	struct kr_status s;
+	struct kr_dir_config dc;
+	struct kr_dir_stats ds;
 	char err[100];
 	int t;
 
 	(void)arg;
 	if (st->state != KR_HEALTH_BACKOFF || cb.calls++)
 		return;
+	kr_dir_config_init(&dc);
+	dc.path = "/nonexistent/kreflect-unit";
 	cb.start = kr_client_start(cb.c, err, sizeof(err));
 	cb.add = kr_client_add_resource(cb.c, "pods", err, sizeof(err));
 	cb.run = kr_client_run(cb.c);
@@ -176,6 +185,8 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	cb.fds = kr_client_fds(cb.c, fds, 2, &t);
 	cb.get = kr_client_get(cb.c, 0, "default/x", &o);
 	cb.status = kr_client_status(cb.c, 0, &s);
+	cb.dir = kr_client_dir(cb.c, dir_mem, sizeof(dir_mem), &dc, err, sizeof(err));
+	cb.dir_stats = kr_client_dir_stats(cb.c, &ds);
 	cb.stop = kr_client_stop(cb.c);
 }
 
@@ -227,6 +238,7 @@ KR_TEST(client, a_callback_may_only_read_and_stop)
 	check(cb.start == KR_ESTATE && cb.add == KR_ESTATE && cb.run == KR_ESTATE);
 	check(cb.process == KR_ESTATE && cb.fds == KR_ESTATE);
 	check(cb.get == KR_ENOENT && cb.status == 0 && cb.stop == 0);
+	check(cb.dir == KR_ESTATE && cb.dir_stats == KR_ESTATE);  /* no sink; the read is legal */
 	return 0;
 }
 
@@ -246,6 +258,123 @@ KR_TEST(client, callbacks_have_a_bound)
 		check(kr_client_on_event(c, nop_event, NULL) == 0);
 	check(kr_client_on_event(c, nop_event, NULL) == KR_ENOSPC);
 	check(kr_client_on_event(c, NULL, NULL) == KR_EINVAL);
+	return 0;
+}
+
+/* kr_client_dir (1.1): the sized configuration, every misuse in words, the bounds, the close at stop. */
+KR_TEST(client, the_directory_sink_before_start)
+{
+	struct kr_client *c = new_client();
+	struct kr_dir_config dc, big[2];
+	struct kr_dir_stats st;
+	char err[200], tmp[] = "/tmp/kreflect-clientdir-XXXXXX", root[64], file[96], rm[128];
+	size_t need;
+	int i, fd;
+
+	check(c != NULL);
+	check(mkdtemp(tmp) != NULL);
+	snprintf(root, sizeof(root), "%s/out", tmp);
+	kr_dir_config_init(&dc);
+	check(dc.struct_size == sizeof(dc) && !dc.path && dc.layout == KR_DIR_LAYOUT_FLAT &&
+	      dc.sync == KR_DIR_SYNC_BATCH && !dc.sweep_by_scope);
+	kr_dir_config_init_size(NULL, sizeof(dc));               /* ignored */
+	kr_dir_config_init_size(&dc, 4);                          /* too small: left alone */
+	check(dc.struct_size == sizeof(dc));
+	dc.path = root;
+	need = kr_dir_memory(&dc);
+	check(need > 0 && need <= sizeof(dir_mem) && need % 16 == 0);
+	check(kr_dir_memory(NULL) == 0);
+	dc.max_files = (size_t)-1;                               /* above the compile-time most */
+	check(kr_dir_memory(&dc) == 0);
+	check(kr_client_dir(c, dir_mem, sizeof(dir_mem), &dc, err, sizeof(err)) == KR_EINVAL && err[0]);
+	dc.max_files = 0;
+	/* No client, memory, configuration; one not made by its init; unaligned; too small. */
+	check(kr_client_dir(NULL, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL && strstr(err, "client"));
+	check(kr_client_dir(c, NULL, need, &dc, err, sizeof(err)) == KR_EINVAL && err[0]);
+	check(kr_client_dir(c, dir_mem, need, NULL, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_dir_config_init"));
+	dc.struct_size = 0;
+	check(kr_dir_memory(&dc) == 0);
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_dir_config_init"));
+	dc.struct_size = sizeof(dc);
+	check(kr_client_dir(c, dir_mem + 8, need, &dc, err, sizeof(err)) == KR_EINVAL && strstr(err, "aligned"));
+	check(kr_client_dir(c, dir_mem, need - 1, &dc, err, sizeof(err)) == KR_ENOSPC && strstr(err, "bytes"));
+	/* Enums and modes out of range, a path missing, a root that is a file. */
+	dc.layout = (enum kr_dir_layout)2;
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL && strstr(err, "layout"));
+	dc.layout = KR_DIR_LAYOUT_OBJECT;
+	dc.sync = (enum kr_dir_sync)-1;
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL && strstr(err, "sync"));
+	dc.sync = KR_DIR_SYNC_EACH;
+	dc.file_mode = 01000;
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL && strstr(err, "0777"));
+	dc.file_mode = 0640;
+	dc.path = NULL;
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL && strstr(err, "no path"));
+	snprintf(file, sizeof(file), "%s/file", tmp);
+	fd = open(file, O_WRONLY | O_CREAT, 0600);
+	check(fd >= 0);
+	close(fd);
+	dc.path = file;
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "not a directory"));
+	/* A newer caller's longer struct: taken while its extra bytes are zero. */
+	memset(big, 0, sizeof(big));
+	kr_dir_config_init_size(&big[0], sizeof(big));
+	big[0].path = root;
+	check(kr_dir_memory(&big[0]) == need);
+	((unsigned char *)big)[sizeof(dc) + 5] = 1;
+	check(kr_dir_memory(&big[0]) == 0);
+	check(kr_client_dir(c, dir_mem, need, &big[0], err, sizeof(err)) == KR_ENOTSUP &&
+	      strstr(err, "does not have"));
+	/* No sink yet: no counts. */
+	check(kr_client_dir_stats(c, &st) == KR_ESTATE);
+	check(kr_client_dir_stats(NULL, &st) == KR_EINVAL);
+	check(kr_client_dir_stats(c, NULL) == KR_EINVAL);
+	/* Set up: the root made, counted from zero; once only. */
+	dc.path = root;
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == 0 && err[0] == '\0');
+	check(kr_port_fs_is_dir(root) == 0);
+	check(kr_client_dir_stats(c, &st) == 0 && st.written == 0 && st.errors == 0 && st.files == 0);
+	check(kr_client_dir(c, dir_mem, need, &dc, err, sizeof(err)) == KR_ESTATE && strstr(err, "once"));
+	/* It took one of the callbacks: the rest are the caller's. */
+	for (i = 1; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_on_event(c, nop_event, NULL) == KR_ENOSPC);
+	check(kr_client_stop(c) == 0);
+	check(kr_client_dir_stats(c, &st) == 0);                 /* the counts stay after the close */
+	check(kr_client_stop(c) == 0);                           /* the close once */
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", tmp);
+	check(system(rm) == 0);
+	return 0;
+}
+
+KR_TEST(client, the_directory_sink_needs_a_callback_and_no_start)
+{
+	struct kr_client *c = new_client();
+	struct kr_dir_config dc;
+	char err[200], tmp[] = "/tmp/kreflect-clientdir-XXXXXX", rm[128];
+	int i;
+
+	check(c != NULL);
+	check(mkdtemp(tmp) != NULL);
+	kr_dir_config_init(&dc);
+	dc.path = tmp;
+	for (i = 0; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_dir(c, dir_mem, sizeof(dir_mem), &dc, err, sizeof(err)) == KR_ENOSPC &&
+	      strstr(err, "callback"));
+	c = new_client();
+	check(c != NULL);
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_dir(c, dir_mem, sizeof(dir_mem), &dc, err, sizeof(err)) == KR_ESTATE &&
+	      strstr(err, "before kr_client_start"));
+	check(kr_client_stop(c) == 0);
+	check(kr_client_dir(c, dir_mem, sizeof(dir_mem), &dc, err, sizeof(err)) == KR_ESTATE);
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", tmp);
+	check(system(rm) == 0);
 	return 0;
 }
 
