@@ -21,10 +21,7 @@
 
 void kr_dir_config_init_size(struct kr_dir_config *dc, size_t size)
 {
-	if (!dc || size < DIR_CONFIG_SIZE_1_1)
-		return;
-	memset(dc, 0, size);
-	dc->struct_size = size;
+	kr_client_sized_init(dc, size, DIR_CONFIG_SIZE_1_1);
 }
 
 /* The caller's configuration as this library's: 0, KR_EINVAL, KR_ENOTSUP. */

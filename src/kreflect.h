@@ -27,8 +27,8 @@
  * Callbacks run inside kr_client_run/kr_client_process. From a callback
  * only these calls are legal: kr_client_stop, kr_client_wakeup,
  * kr_client_get, kr_client_foreach, kr_client_status, kr_client_resource_name,
- * kr_client_ready, kr_client_dir_stats and kr_object_field (and the ones
- * that take no client);
+ * kr_client_ready, kr_client_dir_stats, kr_client_hooks_stats and
+ * kr_object_field (and the ones that take no client);
  * any other returns KR_ESTATE. Views
  * (const char * + length) passed to callbacks or filled by kr_client_get are
  * valid until the callback returns or until the client next runs.
@@ -48,9 +48,10 @@
  *    is an inline wrapper passing it), so it can grow at the end too.
  *  - structs the library hands to callbacks (kr_event, kr_state_change,
  *    kr_object) only grow at the end: read the fields you know.
- *  - struct kr_endpoint_config and kr_dir_config (1.1) grow as kr_config does.
- *  - struct kr_resource_spec, kr_listen_config, kr_client_fd and
- *    kr_dir_stats are frozen:
+ *  - struct kr_endpoint_config, kr_dir_config and kr_hooks_config (1.1)
+ *    grow as kr_config does.
+ *  - struct kr_resource_spec, kr_listen_config, kr_client_fd, kr_dir_stats
+ *    and kr_hooks_stats are frozen:
  *    a new option comes as a new call, not a new field.
  * Why a size field and not opaque setters (libcurl's curl_easy_setopt with
  * CURLOPT_* numbers, mosquitto's mosquitto_int_option): setters need the
@@ -633,6 +634,105 @@ struct kr_dir_stats {
 
 /* Fills *st. Returns 0, KR_EINVAL (no client or st), KR_ESTATE (no sink). Legal from a callback. */
 int kr_client_dir_stats(struct kr_client *c, struct kr_dir_stats *st);
+
+/* --- hooks ------------------------------------------------------------------------ */
+
+/*
+ * Since 1.1: what the device does after changes (the CLI's --exec, --signal,
+ * --http-post and --debounce). Nothing fires before the first complete sync
+ * of every resource; the changes of a --debounce window make one run. A
+ * command runs without a shell, with KREFLECT_EVENTS=<count> in its
+ * environment and the changed keys on stdin, never twice at once. A signal
+ * goes to a pid, or to the pid a file holds (read at each send). A POST
+ * carries the window's changes as JSON lines (application/x-ndjson, plain
+ * HTTP only), retried with the reflector's backoff. The struct grows as
+ * kr_config does.
+ */
+struct kr_hooks_config {
+	size_t struct_size;            /* sizeof(struct kr_hooks_config), set by its init */
+	const char *exec;              /* "CMD ARGS" (quotes group words); NULL: none */
+	int signal;                    /* a signal number; 0: none */
+	int signal_pid;                /* sent to this process, or */
+	const char *signal_pidfile;    /* to the one whose pid this file holds */
+	const char *http_post;         /* http://HOST[:PORT]/PATH; NULL: none */
+	int debounce_ms;               /* the window; kr_hooks_config_init: 1000; 0: none */
+	/* The request of http_post, k8s-sidecar's REQ_* (0 and NULL: the change lines by POST): */
+	const char *method;            /* "POST" (NULL) or "GET" (never a body) */
+	const char *body;              /* POST this fixed body instead (body_len bytes) */
+	size_t body_len;
+	const char *content_type;      /* of the fixed body; NULL: application/json */
+	const char *authorization;     /* an Authorization header's value: a secret, never logged */
+	int urllib3;                   /* 1: retried as Python urllib3's Retry, with: */
+	int retries;                   /*   retries after the first attempt, at most */
+	int connect_retries;           /*   of them after a failed connection */
+	int read_retries;              /*   after a timeout or a broken answer */
+	int backoff_factor_ms;         /*   waiting 0, then factor * 2^(n-1) ms (at most 120 s) */
+	int retry_5xx;                 /*   retrying 500, 502, 503 and 504 (other statuses are final) */
+	int timeout_ms;                /* connect, and silence before the answer; 0: 10 s */
+	int skip_first;                /* 1: the first sync's batch is not sent */
+};
+
+/* Fills hc with the defaults (debounce_ms 1000, the rest zero) and sets hc->struct_size. */
+void kr_hooks_config_init_size(struct kr_hooks_config *hc, size_t size);
+static inline void kr_hooks_config_init(struct kr_hooks_config *hc)
+{
+	kr_hooks_config_init_size(hc, sizeof(*hc));
+}
+
+/* Bytes of memory the hooks hc names need; 0 if hc is bad or names none. */
+size_t kr_hooks_memory(const struct kr_hooks_config *hc);
+
+/*
+ * Adds the hooks hc names, from mem[0..len) (16-byte aligned, kr_hooks_memory
+ * bytes, kept until the client stops), before kr_client_start: the command
+ * and the signal, and the POST, each kind once (a host wanting to tell their
+ * errors apart adds them in two calls). Each is one of the 8 event
+ * callbacks, after the ones added before it (the directory sink's files are
+ * in place when a hook runs); their counters appear on the endpoint's
+ * /metrics. Returns 0, KR_EINVAL (no client or memory, a configuration not
+ * made by its init or naming no hook, a command that cannot be split, a URL
+ * that is not http://HOST[:PORT]/PATH, a method other than GET and POST, a
+ * negative debounce_ms), KR_ENOTSUP (a field this library lacks, a build
+ * without hooks), KR_ESTATE (started, from a callback, that kind added
+ * already), KR_ENOSPC (len too small, no callback left); the reason in err.
+ * exec is copied; signal_pidfile and the request's strings are read while
+ * the client runs: keep them. The command is a child of the process: the
+ * host reaps it (SIGCHLD, waitpid) and hands its pid and code to
+ * kr_client_child_exited; until then it counts as running (no second run).
+ */
+int kr_client_hooks(struct kr_client *c, void *mem, size_t len, const struct kr_hooks_config *hc,
+		    char *err, size_t errlen);
+
+/*
+ * A child process ended (pid and its exit code, or 128 + a signal's number):
+ * 1 if it was a hook's command (its end is logged, a run that waited starts),
+ * 0 if not, KR_EINVAL. For a host that reaps every child (SIGCHLD).
+ */
+int kr_client_child_exited(struct kr_client *c, int pid, int code);
+
+/*
+ * Runs the hooks now for what has collected, without waiting for the window
+ * to close (a run-once program after the sync). Returns 1 if something was
+ * started or sent, 0 if not, KR_EINVAL, KR_ESTATE (from a callback).
+ */
+int kr_client_hooks_flush(struct kr_client *c);
+
+/* What the hooks did and are doing. Frozen: new fields come as a new call. */
+struct kr_hooks_stats {
+	const char *command;           /* the command's program (its first word), or NULL */
+	int command_pid;               /* the command running now, 0 if none */
+	int last_exit;                 /* the command's last exit code */
+	unsigned long runs, signals_sent, failures;  /* runs and signals, those that failed */
+	const char *post_url;          /* http_post as used in logs, or NULL */
+	const char *post_host;         /* its host (a name or an IP) and port */
+	int post_port;
+	int post_loopback;             /* 1: the host is a loopback address */
+	int post_busy;                 /* 1: a batch is in flight or waiting to be retried */
+	unsigned long delivered, attempts_failed, batches_dropped;
+};
+
+/* Fills *st. Returns 0, KR_EINVAL (no client or st). Legal from a callback. */
+int kr_client_hooks_stats(struct kr_client *c, struct kr_hooks_stats *st);
 
 /* --- health ------------------------------------------------------------------------ */
 

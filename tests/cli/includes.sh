@@ -33,19 +33,18 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 
 # Still needed, and for what (each goes when a public call replaces its use):
-#  client.h     kr_client_loop (signals, the --once timer, the --dir flush before
-#               poll), kr_client_resource (k8s-sidecar's --dir scopes),
-#               kr_client_capacities_for (--print-budget), kr_client_hook_metrics
-#               (the hooks' counters on /metrics)
-#  loop.h       signals and the --once timer on the client's loop
-#  notify.h http_post.h supervise.h
-#               --exec/--signal, --http-post and -- PROGRAM
+#  client.h     kr_client_loop (signals, the --once timer and the loop the hooks
+#               finish in, the JSON lines' flush before poll),
+#               kr_client_capacities_for (--print-budget)
+#  loop.h       signals, the --once timer and kr_loop_once on the client's loop
+#  supervise.h  -- PROGRAM
 #  sink.h       the JSON-lines output
-#  sidecar_env.h  k8s-sidecar's environment variables (and the FOLDER options it
-#               reads into the sink's own struct, which main.c copies into a kr_dir_config)
+#  sidecar_env.h  k8s-sidecar's environment variables (and the FOLDER and REQ_*
+#               options it reads into the sinks' own structs, which main.c copies
+#               into a kr_dir_config and a kr_hooks_config)
 #  budget.h     --print-budget's items
 #  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-LEFT="client.h loop.h notify.h http_post.h supervise.h sink.h sidecar_env.h budget.h
+LEFT="client.h loop.h supervise.h sink.h sidecar_env.h budget.h
 serve.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)

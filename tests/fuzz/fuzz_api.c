@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char mem[2u << 20] __attribute__((aligned(16)));
 static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
 static char dir_mem[4u << 20] __attribute__((aligned(16)));
+static char hooks_mem[2][128u << 10] __attribute__((aligned(16)));
 static char dir_root[] = "/tmp/kreflect-fuzz-api-XXXXXX";   /* made once; holds the manifest only */
 
 enum { NONE, INIT, STARTED, STOPPED };
@@ -35,6 +36,7 @@ static struct {
 	int in_cb;                     /* the fuzz input's nested calls run from here */
 	int discovery;                 /* a name left for discovery was added: start may fail */
 	int dir;                       /* the client has its directory sink */
+	int notify, post;              /* the client has the command or signal, the POST */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -199,6 +201,62 @@ static void dir_sink(uint8_t arg)
 		fail("kr_client_dir_stats", r);
 }
 
+/*
+ * kr_client_hooks with a command (or one that cannot be split), a signal, a
+ * POST (or a URL that is not one), none, a negative window, an unmade or too
+ * long struct, in any state: each kind is added only before start, outside a
+ * callback, once (or finds no callback left); then the counts, a flush (not
+ * from a callback) and a child that is none of ours. No hook ever fires: the
+ * server refuses, nothing syncs.
+ */
+static void hooks(uint8_t arg)
+{
+	struct kr_hooks_config hc[2];
+	struct kr_hooks_stats st;
+	char err[128];
+	int r, made, good, post = (arg >> 2) & 1, cmd = arg & 3;
+
+	memset(hc, 0, sizeof(hc));
+	kr_hooks_config_init_size(&hc[0], arg & 64 ? sizeof(hc) : sizeof(hc[0]));
+	hc[0].exec = cmd == 1 ? "/bin/true a" : cmd == 2 ? "/bin/true 'open" : NULL;
+	hc[0].signal = cmd == 3 ? 10 : 0;
+	hc[0].signal_pid = 1;
+	hc[0].http_post = post ? (arg & 8 ? "http://127.0.0.1:9/h" : "ftp://x") : NULL;
+	hc[0].debounce_ms = arg & 16 ? -1 : 0;
+	if (arg & 32)
+		hc[0].struct_size = arg & 128 ? 0 : sizeof(hc[0]) - sizeof(int);
+	else if (arg & 128)
+		((unsigned char *)hc)[sizeof(hc[0]) + 1] = 1;   /* a field this library lacks (64: in the size) */
+	/* Made right (not too short, no unknown field, a window that is not negative), naming a hook. */
+	made = (arg & 48) == 0 && !((arg & 64) && (arg & 128));
+	good = made && (cmd || post) && cmd != 2 && (!post || (arg & 8));
+	if (kr_hooks_memory(&hc[0]) > sizeof(hooks_mem[0]) ||
+	    (kr_hooks_memory(&hc[0]) != 0) != (made && (cmd || post)))
+		fail("kr_hooks_memory", (int)kr_hooks_memory(&hc[0]));
+	r = kr_client_hooks(f.c, hooks_mem[post], sizeof(hooks_mem[0]), &hc[0], err, sizeof(err));
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || (cmd && f.notify) || (post && f.post)))
+		fail("kr_client_hooks that must fail", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !(cmd && f.notify) && !(post && f.post))
+		fail("kr_client_hooks of a good configuration", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_ENOTSUP)))
+		fail("kr_client_hooks' error", r);
+	if (r == 0) {
+		f.notify |= cmd != 0;
+		f.post |= post;
+	}
+	r = kr_client_hooks_stats(f.c, arg & 8 ? &st : NULL);
+	if (r != (!f.c || !(arg & 8) ? KR_EINVAL : 0) ||
+	    (r == 0 && ((st.post_url != NULL) != f.post || (st.command && !f.notify) || st.command_pid ||
+			st.runs || st.delivered)))
+		fail("kr_client_hooks_stats", r);
+	r = kr_client_hooks_flush(f.c);
+	if (r != (!f.c ? KR_EINVAL : f.in_cb ? KR_ESTATE : 0))
+		fail("kr_client_hooks_flush", r);
+	r = kr_client_child_exited(f.c, 1 + arg, 0);
+	if (r != (f.c ? 0 : KR_EINVAL))
+		fail("kr_client_child_exited", r);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -209,7 +267,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 19) {
+	switch (op % 20) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -236,6 +294,7 @@ static void step(uint8_t op, uint8_t arg)
 		}
 		f.discovery = 0;
 		f.dir = 0;
+		f.notify = f.post = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -380,6 +439,9 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 18:                           /* the directory sink (1.1): any state, any struct, its counts */
 		dir_sink(arg);
+		return;
+	case 19:                           /* the hooks (1.1): any state, any struct, counts, flush, a child */
+		hooks(arg);
 		return;
 	}
 }

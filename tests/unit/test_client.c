@@ -17,8 +17,9 @@
 
 /* Enough for the client with the small capacities below. */
 static char mem[4u << 20] __attribute__((aligned(16)));
-/* And for a directory sink (kr_dir_memory). */
+/* And for a directory sink (kr_dir_memory), an endpoint or hooks. */
 static char dir_mem[4u << 20] __attribute__((aligned(16)));
+static char listen_mem[1u << 20] __attribute__((aligned(16)));
 
 /* A client of a plain-HTTP server nobody listens on: every connection is refused. */
 static void small_config(struct kr_config *cfg)
@@ -160,7 +161,7 @@ KR_TEST(client, calls_in_the_wrong_state_are_estate)
 
 static struct {
 	struct kr_client *c;
-	int calls, start, add, run, process, fds, get, status, stop, dir, dir_stats;
+	int calls, start, add, run, process, fds, get, status, stop, dir, dir_stats, hooks_flush, hooks_stats;
 } cb;
 
 static void on_state(void *arg, const struct kr_state_change *st)
@@ -170,6 +171,7 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	struct kr_status s;
 	struct kr_dir_config dc;
 	struct kr_dir_stats ds;
+	struct kr_hooks_stats hs;
 	char err[100];
 	int t;
 
@@ -187,6 +189,8 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	cb.status = kr_client_status(cb.c, 0, &s);
 	cb.dir = kr_client_dir(cb.c, dir_mem, sizeof(dir_mem), &dc, err, sizeof(err));
 	cb.dir_stats = kr_client_dir_stats(cb.c, &ds);
+	cb.hooks_flush = kr_client_hooks_flush(cb.c);
+	cb.hooks_stats = kr_client_hooks_stats(cb.c, &hs);
 	cb.stop = kr_client_stop(cb.c);
 }
 
@@ -239,6 +243,7 @@ KR_TEST(client, a_callback_may_only_read_and_stop)
 	check(cb.process == KR_ESTATE && cb.fds == KR_ESTATE);
 	check(cb.get == KR_ENOENT && cb.status == 0 && cb.stop == 0);
 	check(cb.dir == KR_ESTATE && cb.dir_stats == KR_ESTATE);  /* no sink; the read is legal */
+	check(cb.hooks_flush == KR_ESTATE && cb.hooks_stats == 0);
 	return 0;
 }
 
@@ -378,6 +383,121 @@ KR_TEST(client, the_directory_sink_needs_a_callback_and_no_start)
 	return 0;
 }
 
+/* kr_client_hooks (1.1): the sized configuration, every misuse in words, each kind once, the counts. */
+KR_TEST(client, the_hooks_before_start)
+{
+	struct kr_client *c = new_client();
+	struct kr_hooks_config hc, post, big[2];
+	struct kr_hooks_stats st;
+	char err[200];
+	size_t need;
+	int i;
+
+	check(c != NULL);
+	kr_hooks_config_init(&hc);
+	check(hc.struct_size == sizeof(hc) && hc.debounce_ms == 1000 && !hc.exec && !hc.http_post &&
+	      !hc.method && !hc.urllib3);
+	kr_hooks_config_init_size(NULL, sizeof(hc));             /* ignored */
+	kr_hooks_config_init_size(&hc, 4);                        /* too small: left alone */
+	check(hc.struct_size == sizeof(hc));
+	check(kr_hooks_memory(NULL) == 0);
+	check(kr_hooks_memory(&hc) == 0);                         /* names no hook */
+	check(kr_client_hooks(c, dir_mem, sizeof(dir_mem), &hc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "names no"));
+	hc.exec = "/bin/true --flag";
+	need = kr_hooks_memory(&hc);
+	check(need > 0 && need % 16 == 0 && need <= sizeof(dir_mem));
+	hc.debounce_ms = -1;
+	check(kr_hooks_memory(&hc) == 0);
+	check(kr_client_hooks(c, dir_mem, need, &hc, err, sizeof(err)) == KR_EINVAL && strstr(err, "negative"));
+	hc.debounce_ms = 0;
+	/* No client, memory, configuration; one not made by its init; unaligned; too small. */
+	check(kr_client_hooks(NULL, dir_mem, need, &hc, err, sizeof(err)) == KR_EINVAL && strstr(err, "client"));
+	check(kr_client_hooks(c, NULL, need, &hc, err, sizeof(err)) == KR_EINVAL && err[0]);
+	check(kr_client_hooks(c, dir_mem + 8, need, &hc, err, sizeof(err)) == KR_EINVAL && strstr(err, "aligned"));
+	check(kr_client_hooks(c, dir_mem, need, NULL, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_hooks_config_init"));
+	hc.struct_size = 0;
+	check(kr_hooks_memory(&hc) == 0);
+	check(kr_client_hooks(c, dir_mem, need, &hc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_hooks_config_init"));
+	hc.struct_size = sizeof(hc);
+	check(kr_client_hooks(c, dir_mem, need - 1, &hc, err, sizeof(err)) == KR_ENOSPC && strstr(err, "bytes"));
+	/* A newer caller's longer struct: taken while its extra bytes are zero. */
+	memset(big, 0, sizeof(big));
+	kr_hooks_config_init_size(&big[0], sizeof(big));
+	check(big[0].debounce_ms == 1000);
+	big[0].exec = hc.exec;
+	check(kr_hooks_memory(&big[0]) == need);
+	((unsigned char *)big)[sizeof(hc) + 2] = 1;
+	check(kr_hooks_memory(&big[0]) == 0);
+	check(kr_client_hooks(c, dir_mem, need, &big[0], err, sizeof(err)) == KR_ENOTSUP &&
+	      strstr(err, "does not have"));
+	/* What the parts refuse, in their words. */
+	hc.exec = "/bin/true 'open";
+	check(kr_client_hooks(c, dir_mem, need, &hc, err, sizeof(err)) == KR_EINVAL && err[0]);
+	hc.exec = "/bin/true --flag";
+	kr_hooks_config_init(&post);
+	post.http_post = "ftp://127.0.0.1/x";
+	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &post, err, sizeof(err)) == KR_EINVAL && err[0]);
+	post.http_post = "http://127.0.0.1:9/hook";
+	post.method = "PUT";
+	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &post, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "GET or POST"));
+	post.method = NULL;
+	/* No hook yet: empty counts; nothing to flush; no child of ours. */
+	check(kr_client_hooks_stats(c, &st) == 0 && !st.command && !st.post_url && !st.runs);
+	check(kr_client_hooks_stats(NULL, &st) == KR_EINVAL && kr_client_hooks_stats(c, NULL) == KR_EINVAL);
+	check(kr_client_hooks_flush(c) == 0 && kr_client_hooks_flush(NULL) == KR_EINVAL);
+	check(kr_client_child_exited(c, 4242, 0) == 0 && kr_client_child_exited(NULL, 4242, 0) == KR_EINVAL);
+	/* The command, then the POST, each once. */
+	check(kr_client_hooks(c, dir_mem, need, &hc, err, sizeof(err)) == 0 && err[0] == '\0');
+	check(kr_client_hooks(c, dir_mem, need, &hc, err, sizeof(err)) == KR_ESTATE && strstr(err, "once"));
+	check(kr_hooks_memory(&post) <= sizeof(listen_mem));
+	check(kr_client_hooks(c, listen_mem, kr_hooks_memory(&post), &post, err, sizeof(err)) == 0);
+	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &post, err, sizeof(err)) == KR_ESTATE);
+	check(kr_client_hooks_stats(c, &st) == 0);
+	check(st.command && strcmp(st.command, "/bin/true") == 0 && st.command_pid == 0 && st.runs == 0);
+	check(st.post_url && strstr(st.post_url, "127.0.0.1:9") && st.post_host &&
+	      strcmp(st.post_host, "127.0.0.1") == 0 && st.post_port == 9 && st.post_loopback == 1 && !st.post_busy);
+	check(kr_client_hooks_flush(c) == 0);                     /* not synced: nothing collected */
+	check(kr_client_child_exited(c, 4242, 0) == 0);           /* not the command's */
+	/* Two callbacks taken: the rest are the caller's. */
+	for (i = 2; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_on_event(c, nop_event, NULL) == KR_ENOSPC);
+	return 0;
+}
+
+KR_TEST(client, the_hooks_need_callbacks_and_no_start)
+{
+	struct kr_client *c = new_client();
+	struct kr_hooks_config hc;
+	char err[200];
+	int i;
+
+	check(c != NULL);
+	kr_hooks_config_init(&hc);
+	hc.signal = 10;
+	hc.signal_pid = 1;
+	hc.http_post = "http://127.0.0.1:9/hook";
+	/* Both kinds need two callbacks; one left is not enough, and nothing is added. */
+	for (i = 1; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &hc, err, sizeof(err)) == KR_ENOSPC &&
+	      strstr(err, "callback"));
+	hc.http_post = NULL;
+	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &hc, err, sizeof(err)) == 0);
+	c = new_client();
+	check(c != NULL);
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &hc, err, sizeof(err)) == KR_ESTATE &&
+	      strstr(err, "before kr_client_start"));
+	check(kr_client_stop(c) == 0);
+	return 0;
+}
+
 static const char cm[] =
 	"{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"gw\",\"namespace\":\"edge\","
 	"\"labels\":{\"app\":\"gateway\",\"tier\":\"edge\"},"
@@ -451,8 +571,6 @@ KR_TEST(client, field_never_reads_past_a_cut_object)
 	}
 	return 0;
 }
-
-static char listen_mem[1u << 20] __attribute__((aligned(16)));
 
 KR_TEST(client, the_endpoint_opens_once_after_start)
 {
