@@ -36,15 +36,17 @@ int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const stru
 			  char *err, size_t errlen);
 
 /*
- * The hooks kr_client_hooks (client_hooks.c) set up in the caller's memory
+ * The hooks kr_client_hooks and kr_client_program (client_hooks.c) set up in the caller's memory
  * (NULL: none), which kr_client_endpoint's /metrics shows too. The slot is
  * NULL if c is not a client.
  */
 struct kr_notify;
 struct kr_http_post;
+struct kr_supervise;
 struct kr_client_hooks {
 	struct kr_notify *notify;      /* --exec, --signal */
 	struct kr_http_post *post;     /* --http-post */
+	struct kr_supervise *program;  /* -- PROGRAM (kr_client_program) */
 };
 struct kr_client_hooks *kr_client_hooks_slot(struct kr_client *c);
 

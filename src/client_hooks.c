@@ -1,8 +1,8 @@
 /*
  * The hooks through the library's door (kreflect.h "hooks"): the command and
- * the signal (notify.c) and the POST (http_post.c), each set up in the
- * caller's memory as one of the client's event callbacks with its debounce
- * window on the client's loop. Apart from client.c so that a program without
+ * the signal (notify.c), the POST (http_post.c) and the supervised program
+ * (supervise.c), each set up in the caller's memory as one of the client's
+ * event callbacks with its debounce window on the client's loop. Apart from client.c so that a program without
  * hooks links none of them.
  */
 #include "client.h"
@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "fmt.h"
+#include <signal.h>
+
 #include "http_post.h"
 #include "notify.h"
+#include "supervise.h"
 
 #define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
 /* struct kr_hooks_config as 1.1 released it: a struct_size below this is not one of ours. */
@@ -153,7 +156,11 @@ int kr_client_child_exited(struct kr_client *c, int pid, int code)
 
 	if (!slot)
 		return KR_EINVAL;
-	return KR_WITH_HOOKS && slot->notify && pid > 0 ? kr_notify_child_exited(slot->notify, pid, code) : 0;
+	if (!KR_WITH_HOOKS || pid <= 0)
+		return 0;
+	if (slot->notify && kr_notify_child_exited(slot->notify, pid, code))
+		return 1;
+	return slot->program && kr_supervise_child_exited(slot->program, pid, code) ? 1 : 0;
 }
 
 int kr_client_hooks_flush(struct kr_client *c)
@@ -205,5 +212,113 @@ int kr_client_hooks_stats(struct kr_client *c, struct kr_hooks_stats *st)
 		st->attempts_failed = p->attempts_failed;
 		st->batches_dropped = p->batches_dropped;
 	}
+	return 0;
+}
+
+/* --- the supervised program ------------------------------------------------------------------ */
+
+#define PROGRAM_CONFIG_SIZE_1_1 (offsetof(struct kr_program_config, arg) + sizeof(void *))
+#define GRACE_DEFAULT_MS 10000
+
+void kr_program_config_init_size(struct kr_program_config *pc, size_t size)
+{
+	if (kr_client_sized_init(pc, size, PROGRAM_CONFIG_SIZE_1_1) != 0)
+		return;
+	pc->change_signal = SIGHUP;
+	pc->grace_ms = GRACE_DEFAULT_MS;
+	pc->debounce_ms = DEBOUNCE_DEFAULT_MS;
+}
+
+static int program_config_in(const struct kr_program_config *pc, struct kr_program_config *in)
+{
+	kr_program_config_init(in);
+	return kr_client_sized_in(pc, PROGRAM_CONFIG_SIZE_1_1, in, sizeof(*in));
+}
+
+size_t kr_program_memory(const struct kr_program_config *pc)
+{
+	struct kr_program_config in;
+
+	if (!KR_WITH_HOOKS || program_config_in(pc, &in) != 0)
+		return 0;
+	return ALIGN16(sizeof(struct kr_supervise));
+}
+
+int kr_client_program(struct kr_client *c, void *mem, size_t len, const struct kr_program_config *pc,
+		      char *err, size_t errlen)
+{
+	struct kr_client_hooks *slot = kr_client_hooks_slot(c);
+	struct kr_program_config in;
+	struct kr_supervise_opts o;
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!slot || !mem || ((uintptr_t)mem & 15u))
+		return fail(err, errlen, KR_EINVAL, "the program needs a client and 16-byte aligned memory");
+	if (!KR_WITH_HOOKS)
+		return fail(err, errlen, KR_ENOTSUP, "unable to run a program: supervision is not built into "
+			    "this kreflect");
+	r = program_config_in(pc, &in);
+	if (r == KR_ENOTSUP)
+		return fail(err, errlen, r, "the program's configuration sets a field this kreflect does not have");
+	if (r != 0)
+		return fail(err, errlen, r, "the program's configuration was not made by kr_program_config_init");
+	if (in.grace_ms < 0 || in.debounce_ms < 0 || in.change_signal < 0)
+		return fail(err, errlen, KR_EINVAL, "the program's grace_ms, debounce_ms or change_signal is negative");
+	r = kr_client_may_add(c, 1);
+	if (r == KR_ESTATE || (r == 0 && slot->program))
+		return fail(err, errlen, KR_ESTATE, "the program is added once, before kr_client_start");
+	if (r == KR_ENOSPC)
+		return fail(err, errlen, r, "no event callback left for the program");
+	if (len < kr_program_memory(&in)) {
+		kr_snprintf(err, errlen, "the program needs %zu bytes of memory, given %zu", kr_program_memory(&in),
+			    len);
+		return KR_ENOSPC;
+	}
+	memset(&o, 0, sizeof(o));
+	o.argv = in.argv;
+	o.child_signal = in.change_signal;
+	o.restart = in.restart != 0;
+	o.grace_ms = in.grace_ms;
+	o.debounce_ms = in.debounce_ms;
+	o.resources = kr_client_resources(c);
+	o.on_end = in.on_end;
+	o.arg = in.arg;
+	r = kr_supervise_init(mem, kr_client_loop(c), &o, err, errlen);
+	if (r != 0)
+		return r;
+	kr_client_on_event(c, kr_supervise_event, mem);  /* room checked above */
+	slot->program = mem;
+	return 0;
+}
+
+int kr_client_program_signal(struct kr_client *c, int sig)
+{
+	struct kr_client_hooks *slot = kr_client_hooks_slot(c);
+
+	if (!slot)
+		return KR_EINVAL;
+	return KR_WITH_HOOKS && slot->program && kr_supervise_signal(slot->program, sig) ? 1 : 0;
+}
+
+int kr_client_program_status(struct kr_client *c, struct kr_program_status *st)
+{
+	struct kr_client_hooks *slot = kr_client_hooks_slot(c);
+	const struct kr_supervise *s;
+
+	if (!slot || !st)
+		return KR_EINVAL;
+	memset(st, 0, sizeof(*st));
+	if (!KR_WITH_HOOKS || !slot->program)
+		return KR_ESTATE;
+	s = slot->program;
+	st->pid = s->pid;
+	st->ended = s->state == KR_SUP_ENDED;
+	st->code = s->code;
+	st->start_error = s->start_error;
+	st->starts = s->starts;
+	st->signals_sent = s->signals_sent;
+	st->signals_forwarded = s->signals_forwarded;
 	return 0;
 }

@@ -27,8 +27,9 @@
  * Callbacks run inside kr_client_run/kr_client_process. From a callback
  * only these calls are legal: kr_client_stop, kr_client_wakeup,
  * kr_client_get, kr_client_foreach, kr_client_status, kr_client_resource_name,
- * kr_client_ready, kr_client_dir_stats, kr_client_hooks_stats and
- * kr_object_field (and the ones that take no client);
+ * kr_client_ready, kr_client_dir_stats, kr_client_hooks_stats,
+ * kr_client_program_status and kr_object_field (and the ones that take no
+ * client);
  * any other returns KR_ESTATE. Views
  * (const char * + length) passed to callbacks or filled by kr_client_get are
  * valid until the callback returns or until the client next runs.
@@ -48,10 +49,10 @@
  *    is an inline wrapper passing it), so it can grow at the end too.
  *  - structs the library hands to callbacks (kr_event, kr_state_change,
  *    kr_object) only grow at the end: read the fields you know.
- *  - struct kr_endpoint_config, kr_dir_config and kr_hooks_config (1.1)
- *    grow as kr_config does.
- *  - struct kr_resource_spec, kr_listen_config, kr_client_fd, kr_dir_stats
- *    and kr_hooks_stats are frozen:
+ *  - struct kr_endpoint_config, kr_dir_config, kr_hooks_config and
+ *    kr_program_config (1.1) grow as kr_config does.
+ *  - struct kr_resource_spec, kr_listen_config, kr_client_fd, kr_dir_stats,
+ *    kr_hooks_stats and kr_program_status are frozen:
  *    a new option comes as a new call, not a new field.
  * Why a size field and not opaque setters (libcurl's curl_easy_setopt with
  * CURLOPT_* numbers, mosquitto's mosquitto_int_option): setters need the
@@ -705,8 +706,9 @@ int kr_client_hooks(struct kr_client *c, void *mem, size_t len, const struct kr_
 
 /*
  * A child process ended (pid and its exit code, or 128 + a signal's number):
- * 1 if it was a hook's command (its end is logged, a run that waited starts),
- * 0 if not, KR_EINVAL. For a host that reaps every child (SIGCHLD).
+ * 1 if it was a hook's command or the supervised program (its end is
+ * logged; a run that waited starts, or the program restarts or ends), 0 if
+ * not, KR_EINVAL. For a host that reaps every child (SIGCHLD).
  */
 int kr_client_child_exited(struct kr_client *c, int pid, int code);
 
@@ -733,6 +735,67 @@ struct kr_hooks_stats {
 
 /* Fills *st. Returns 0, KR_EINVAL (no client or st). Legal from a callback. */
 int kr_client_hooks_stats(struct kr_client *c, struct kr_hooks_stats *st);
+
+/*
+ * Since 1.1: a program the client supervises (the CLI's -- PROGRAM): started
+ * once every resource has synced (the files and hooks in place), sent a
+ * signal (or restarted) after each --debounce window of changes, given the
+ * signals the host passes on, stopped with SIGTERM and, after grace_ms,
+ * SIGKILL. The struct grows as kr_config does.
+ */
+struct kr_program_config {
+	size_t struct_size;            /* sizeof(struct kr_program_config), set by its init */
+	const char *const *argv;       /* PROGRAM ARGS..., NULL-terminated, at most
+					  64 words (the build's KR_SUPERVISE_ARGS); kept */
+	int change_signal;             /* sent after changes; init: SIGHUP */
+	int restart;                   /* 1: restart it after changes instead */
+	int grace_ms;                  /* SIGTERM, this long, then SIGKILL; init: 10000 */
+	int debounce_ms;               /* the window; init: 1000 */
+	void (*on_end)(void *arg);     /* once, when it has ended for good or could not start */
+	void *arg;
+};
+
+/* Fills pc with the defaults above and sets pc->struct_size. */
+void kr_program_config_init_size(struct kr_program_config *pc, size_t size);
+static inline void kr_program_config_init(struct kr_program_config *pc)
+{
+	kr_program_config_init_size(pc, sizeof(*pc));
+}
+
+/* Bytes of memory the supervisor needs; 0 if pc is bad. */
+size_t kr_program_memory(const struct kr_program_config *pc);
+
+/*
+ * Supervises pc->argv from mem[0..len) (16-byte aligned, kr_program_memory
+ * bytes, kept until the client stops), once, before kr_client_start; one of
+ * the 8 event callbacks, after those added before it. Its process is a child:
+ * the host reaps it and hands it to kr_client_child_exited. Returns 0,
+ * KR_EINVAL (no client or memory, a configuration not made by its init, no
+ * program, too many words, a negative time), KR_ENOTSUP (a field this library
+ * lacks, a build without hooks), KR_ESTATE (started, from a callback, a
+ * program already), KR_ENOSPC (len too small, no callback left).
+ */
+int kr_client_program(struct kr_client *c, void *mem, size_t len, const struct kr_program_config *pc,
+		      char *err, size_t errlen);
+
+/*
+ * A signal the host received: 1 if the running program was sent it instead
+ * (SIGTERM and SIGINT also start its stop: the client stops when it has
+ * ended), 0 if the host should act on it itself, KR_EINVAL.
+ */
+int kr_client_program_signal(struct kr_client *c, int sig);
+
+/* The supervised program's state. Frozen: new fields come as a new call. */
+struct kr_program_status {
+	int pid;                       /* running now, 0 if none */
+	int ended;                     /* 1: it ended for good, or could not start */
+	int code;                      /* then: its exit code, 128 + N after signal N */
+	int start_error;               /* then: 0, KR_ENOENT (not found) or another KR_E... */
+	unsigned long starts, signals_sent, signals_forwarded;
+};
+
+/* Fills *st. Returns 0, KR_EINVAL (no client or st), KR_ESTATE (no program). Legal from a callback. */
+int kr_client_program_status(struct kr_client *c, struct kr_program_status *st);
 
 /* --- health ------------------------------------------------------------------------ */
 

@@ -22,7 +22,6 @@
 #include "serve.h"
 #include "sidecar_env.h"
 #include "sink.h"
-#include "supervise.h"
 
 #define EXIT_FATAL 1
 #define EXIT_USAGE 2
@@ -33,8 +32,6 @@
 static struct kr_client *client;
 static struct kr_loop *loop;
 static struct kr_jsonl jsonl;
-static struct kr_supervise sup;
-static int sup_on;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
 static char serve_mem[sizeof(struct kr_serve) + 16 + KR_SERVE_MAX_CONNS * sizeof(struct kr_serve_conn) + 16]
@@ -257,7 +254,7 @@ struct options {
 	struct kr_hooks_config hooks;  /* --exec, --signal, --http-post, --debounce */
 	int sidecar;                   /* --k8s-sidecar: configured from the environment */
 	int log_level;                 /* >= 0: set directly (k8s-sidecar's LOG_LEVEL) */
-	struct kr_supervise_opts sup;
+	struct kr_program_config program;  /* -- PROGRAM and the supervisor flags */
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 	struct kr_endpoint_config serve;
 	enum kr_sandbox_mode sandbox;  /* --sandbox auto|on|off */
@@ -345,16 +342,14 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 		/* Every child that ended, also orphans handed to us as PID 1 (and name
 		 * lookups, whose owner finds them reaped): each to its owner, if any. */
 		while ((pid = kr_port_reap(&code)) > 0) {
-			if (kr_client_child_exited(client, pid, code) == 1)
-				continue;
-			if (sup_on && kr_supervise_child_exited(&sup, pid, code))
+			if (kr_client_child_exited(client, pid, code) == 1)   /* a hook's, the program */
 				continue;
 			kr_log(KR_LOG_DEBUG, "reaped pid %d (exit %d)", pid, code);
 		}
 		return;
 	}
 	/* The supervised program takes the signal while it runs; kreflect ends with it. */
-	if (sup_on && kr_supervise_signal(&sup, sig))
+	if (kr_client_program_signal(client, sig) == 1)
 		return;
 	if (sig == SIGTERM || sig == SIGINT) {
 		kr_log(KR_LOG_INFO, "stopping on signal %d", sig);
@@ -375,19 +370,27 @@ static int add_sink(void (*event)(void *arg, const struct kr_event *ev), void *a
 	return -1;
 }
 
+/* need bytes reserved now, once (--print-budget); NULL, said on stderr, if the system refuses. */
+static void *reserve(size_t need)
+{
+	void *mem = need ? kr_port_reserve(need) : NULL;
+
+	if (!mem)
+		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
+			   kr_port_last_error());
+	return mem;
+}
+
 /* The hooks h names, in memory reserved now. Returns 0 or an exit code. */
 static int add_hooks(const struct kr_hooks_config *h, const char *flag)
 {
 	char err[512];
 	size_t need = kr_hooks_memory(h);
-	void *mem = need ? kr_port_reserve(need) : NULL;
+	void *mem = reserve(need);
 	int r;
 
-	if (!mem) {
-		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
-			   kr_port_last_error());
+	if (!mem)
 		return EXIT_FATAL;
-	}
 	r = kr_client_hooks(client, mem, need, h, err, sizeof(err));
 	if (r == KR_ENOSPC) {
 		kr_dprintf(2, "kreflect: %s\n", err);
@@ -546,9 +549,9 @@ enum flag_kind {
 	X("--output", "jsonl|none", 0, output_none, F_ENUM, 0, 'o') \
 	X("--verbosity", "", 3, verbosity, F_VERBOSITY, 0, 'v') \
 	/* supervisor mode */ \
-	X("--child-signal", "", 0, sup.child_signal, F_CHILD_SIGNAL, F_SUP, 0) \
-	X("--on-change", "signal|restart", 0, sup.restart, F_ENUM, F_SUP, 0) \
-	X("--grace", SECONDS, 3600, sup.grace_ms, F_NUM, F_MS | F_SUP, 0) \
+	X("--child-signal", "", 0, program.change_signal, F_CHILD_SIGNAL, F_SUP, 0) \
+	X("--on-change", "signal|restart", 0, program.restart, F_ENUM, F_SUP, 0) \
+	X("--grace", SECONDS, 3600, program.grace_ms, F_NUM, F_MS | F_SUP, 0) \
 	/* local endpoint */ \
 	X("--listen", "127.0.0.1:PORT, [::1]:PORT or unix:/PATH", 0, serve.address, F_STR, 0, 0) \
 	X("--listen-token-file", "a file", 0, serve.token_file, F_STR, 0, 0) \
@@ -773,7 +776,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (argc - i - 1 > KR_SUPERVISE_ARGS)
 				return usage_error("-- PROGRAM has more than %d words (KR_SUPERVISE_ARGS)",
 						   KR_SUPERVISE_ARGS);
-			o->sup.argv = (const char *const *)argv + i + 1;
+			o->program.argv = (const char *const *)argv + i + 1;
 			break;
 		}
 		k = find_flag(argc, argv, &i, &v);
@@ -888,7 +891,7 @@ static int features_check(const struct options *o)
 		: !KR_WITH_HOOKS && o->hooks.exec ? "--exec"
 		: !KR_WITH_HOOKS && o->hooks.signal ? "--signal"
 		: !KR_WITH_HOOKS && o->hooks.http_post ? "--http-post"
-		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM"
+		: !KR_WITH_HOOKS && o->program.argv ? "-- PROGRAM"
 		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on"
 		: !KR_WITH_SANDBOX && (o->user || o->group) ? "--user and --group"
 		: !KR_WITH_SANDBOX && o->sandbox == KR_SANDBOX_MODE_ON ? "--sandbox on" : NULL;
@@ -978,12 +981,9 @@ static int make_client(const struct options *o, int nres)
 
 	if (!need)
 		return usage_error("--max-objects, --arena-bytes or --memory out of range%s", "");
-	mem = kr_port_reserve(need);
-	if (!mem) {
-		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
-			   kr_port_last_error());
+	mem = reserve(need);
+	if (!mem)
 		return EXIT_FATAL;
-	}
 	r = kr_client_init(&client, mem, need, &o->cfg, err, sizeof(err));
 	if (r != 0) {
 		if (o->cfg.server && strstr(err, "is not https://"))
@@ -1074,7 +1074,7 @@ static int apply_sandbox(const struct options *o)
 	char msg[512];
 	long gid = -1;
 	struct kr_hooks_stats hs;
-	int r, children = KR_WITH_HOOKS && (o->hooks.exec || o->sup.argv);
+	int r, children = KR_WITH_HOOKS && (o->hooks.exec || o->program.argv);
 
 	if (!KR_WITH_SANDBOX)
 		return 0;
@@ -1094,8 +1094,8 @@ static int apply_sandbox(const struct options *o)
 	if (KR_WITH_HOOKS && o->hooks.signal_pidfile)
 		sb.read_files[0] = o->hooks.signal_pidfile;
 	sb.signal_others = KR_WITH_HOOKS && o->hooks.signal;
-	if (KR_WITH_HOOKS && o->sup.argv)
-		sb.programs[0] = o->sup.argv[0];
+	if (KR_WITH_HOOKS && o->program.argv)
+		sb.programs[0] = o->program.argv[0];
 	kr_client_hooks_stats(client, &hs);
 	if (KR_WITH_HOOKS && o->hooks.exec)
 		sb.programs[1] = hs.command;
@@ -1126,6 +1126,7 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	struct kr_timer once_timer;
+	struct kr_program_status ps;
 	char err[512];
 	size_t i;
 	int nres = 0, r, budget = 0;
@@ -1161,10 +1162,9 @@ int main(int argc, char **argv)
 	kr_endpoint_config_init(&o.serve);
 	kr_dir_config_init(&o.dir);
 	kr_hooks_config_init(&o.hooks);        /* --debounce 1000 */
+	kr_program_config_init(&o.program);    /* --child-signal HUP, --grace 10 */
 	o.verbosity = 1;
 	o.timeout_s = 60;
-	o.sup.child_signal = SIGHUP;
-	o.sup.grace_ms = 10000;
 	o.log_level = -1;
 	if (budget) {
 		/* Only the capacity flags matter here; the others are checked when running. */
@@ -1189,11 +1189,11 @@ int main(int argc, char **argv)
 	r = features_check(&o);
 	if (r)
 		return r;
-	if (o.sup_flag && !o.sup.argv)
+	if (o.sup_flag && !o.program.argv)
 		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
 	if (o.cfg.max_stale_s >= 0 && !(o.cfg.state_dir && *o.cfg.state_dir))
 		return usage_error("--max-stale needs --state-dir: there is no mirror to restore%s", "");
-	if (o.once && o.sup.argv)
+	if (o.once && o.program.argv)
 		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
 				   "sync%s", "");
 	kr_set_log_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
@@ -1218,13 +1218,10 @@ int main(int argc, char **argv)
 	}
 	if (KR_WITH_DIR && o.dir.path) {
 		size_t need = kr_dir_memory(&o.dir);
-		void *mem = need ? kr_port_reserve(need) : NULL;
+		void *mem = reserve(need);
 
-		if (!mem) {
-			kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
-				   kr_port_last_error());
+		if (!mem)
 			return EXIT_FATAL;
-		}
 		r = kr_client_dir(client, mem, need, &o.dir, err, sizeof(err));
 		if (r != 0) {
 			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
@@ -1256,16 +1253,22 @@ int main(int argc, char **argv)
 			       flag, hs.post_url, o.sidecar ? "the request and its credentials"
 			       : "the changed keys");
 	}
-	if (KR_WITH_HOOKS && o.sup.argv) {
-		o.sup.debounce_ms = o.hooks.debounce_ms;
-		o.sup.resources = nres;
-		o.sup.on_end = on_program_end;
-		if (kr_supervise_init(&sup, loop, &o.sup, err, sizeof(err)) != 0)
-			return usage_error("-- PROGRAM: %s", err);
-		/* After the files and hooks: the program starts with everything in place. */
-		if (add_sink(kr_supervise_event, &sup) != 0)
+	if (KR_WITH_HOOKS && o.program.argv) {
+		size_t need = kr_program_memory(&o.program);
+		void *mem = reserve(need);
+
+		if (!mem)
 			return EXIT_FATAL;
-		sup_on = 1;
+		o.program.debounce_ms = o.hooks.debounce_ms;
+		o.program.on_end = on_program_end;
+		/* After the files and hooks: the program starts with everything in place. */
+		r = kr_client_program(client, mem, need, &o.program, err, sizeof(err));
+		if (r == KR_ENOSPC) {
+			kr_dprintf(2, "kreflect: %s\n", err);
+			return EXIT_FATAL;
+		}
+		if (r)
+			return usage_error("-- PROGRAM: %s", err);
 	}
 	if (!o.output_none && add_sink(kr_jsonl_event, &jsonl) != 0)
 		return EXIT_FATAL;
@@ -1327,8 +1330,8 @@ int main(int argc, char **argv)
 			once_refused_line(o.sidecar ? "FOLDER" : "--dir");
 		return r;
 	}
-	if (sup_on && sup.state == KR_SUP_ENDED)
-		return sup.start_error == KR_ENOENT ? EXIT_NOT_FOUND
-		       : sup.start_error ? EXIT_CANNOT_RUN : sup.code;
+	if (kr_client_program_status(client, &ps) == 0 && ps.ended)
+		return ps.start_error == KR_ENOENT ? EXIT_NOT_FOUND
+		       : ps.start_error ? EXIT_CANNOT_RUN : ps.code;
 	return once_failed ? EXIT_FATAL : 0;
 }

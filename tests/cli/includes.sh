@@ -37,14 +37,13 @@ ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 #               finish in, the JSON lines' flush before poll),
 #               kr_client_capacities_for (--print-budget)
 #  loop.h       signals, the --once timer and kr_loop_once on the client's loop
-#  supervise.h  -- PROGRAM
 #  sink.h       the JSON-lines output
 #  sidecar_env.h  k8s-sidecar's environment variables (and the FOLDER and REQ_*
 #               options it reads into the sinks' own structs, which main.c copies
 #               into a kr_dir_config and a kr_hooks_config)
 #  budget.h     --print-budget's items
 #  serve.h      the size of the endpoint's static memory (the rest is kr_client_endpoint)
-LEFT="client.h loop.h supervise.h sink.h sidecar_env.h budget.h
+LEFT="client.h loop.h sink.h sidecar_env.h budget.h
 serve.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)

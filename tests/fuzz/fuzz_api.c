@@ -26,6 +26,7 @@ static char mem[2u << 20] __attribute__((aligned(16)));
 static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
 static char dir_mem[4u << 20] __attribute__((aligned(16)));
 static char hooks_mem[2][128u << 10] __attribute__((aligned(16)));
+static char program_mem[4u << 10] __attribute__((aligned(16)));
 static char dir_root[] = "/tmp/kreflect-fuzz-api-XXXXXX";   /* made once; holds the manifest only */
 
 enum { NONE, INIT, STARTED, STOPPED };
@@ -37,6 +38,7 @@ static struct {
 	int discovery;                 /* a name left for discovery was added: start may fail */
 	int dir;                       /* the client has its directory sink */
 	int notify, post;              /* the client has the command or signal, the POST */
+	int program;                   /* the client supervises a program */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -257,6 +259,51 @@ static void hooks(uint8_t arg)
 		fail("kr_client_child_exited", r);
 }
 
+/*
+ * kr_client_program with a program, none, an empty word, a negative time, an
+ * unmade or too long struct, in any state: added only before start, outside
+ * a callback, once (or no callback left); then its state (never started: the
+ * server refuses, nothing syncs), a signal it never takes, a child not its.
+ */
+static void program(uint8_t arg)
+{
+	static const char *const prog[] = { "/bin/true", NULL };
+	static const char *const empty[] = { "", NULL };
+	struct kr_program_config pc[2];
+	struct kr_program_status st;
+	char err[128];
+	int r, made, good;
+
+	memset(pc, 0, sizeof(pc));
+	kr_program_config_init_size(&pc[0], arg & 64 ? sizeof(pc) : sizeof(pc[0]));
+	pc[0].argv = arg & 1 ? prog : arg & 2 ? empty : NULL;
+	pc[0].grace_ms = arg & 4 ? -1 : 0;
+	pc[0].restart = (arg >> 3) & 1;
+	if (arg & 32)
+		pc[0].struct_size = arg & 128 ? 0 : sizeof(pc[0]) - sizeof(void *);
+	else if (arg & 128)
+		((unsigned char *)pc)[sizeof(pc[0]) + 1] = 1;   /* a field this library lacks (64: in the size) */
+	made = !(arg & 32) && !((arg & 64) && (arg & 128));
+	good = made && (arg & 1) && !(arg & 4);
+	if ((kr_program_memory(&pc[0]) != 0) != made || kr_program_memory(&pc[0]) > sizeof(program_mem))
+		fail("kr_program_memory", (int)kr_program_memory(&pc[0]));
+	r = kr_client_program(f.c, program_mem, sizeof(program_mem), &pc[0], err, sizeof(err));
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || f.program))
+		fail("kr_client_program that must fail", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_ENOTSUP)))
+		fail("kr_client_program's error", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !f.program)
+		fail("kr_client_program of a good configuration", r);
+	f.program |= r == 0;
+	r = kr_client_program_status(f.c, arg & 16 ? &st : NULL);
+	if (r != (!f.c || !(arg & 16) ? KR_EINVAL : f.program ? 0 : KR_ESTATE) ||
+	    (r == 0 && (st.pid || st.ended || st.starts)))
+		fail("kr_client_program_status", r);
+	if (kr_client_program_signal(f.c, 15) != (f.c ? 0 : KR_EINVAL) ||
+	    kr_client_child_exited(f.c, 1 + arg, 0) != (f.c ? 0 : KR_EINVAL))
+		fail("kr_client_program_signal or kr_client_child_exited", arg);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -267,7 +314,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 20) {
+	switch (op % 21) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -294,7 +341,7 @@ static void step(uint8_t op, uint8_t arg)
 		}
 		f.discovery = 0;
 		f.dir = 0;
-		f.notify = f.post = 0;
+		f.notify = f.post = f.program = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -442,6 +489,9 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 19:                           /* the hooks (1.1): any state, any struct, counts, flush, a child */
 		hooks(arg);
+		return;
+	case 20:                           /* the supervised program (1.1): any state, any struct, its state */
+		program(arg);
 		return;
 	}
 }

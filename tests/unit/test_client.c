@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,7 @@ KR_TEST(client, calls_in_the_wrong_state_are_estate)
 static struct {
 	struct kr_client *c;
 	int calls, start, add, run, process, fds, get, status, stop, dir, dir_stats, hooks_flush, hooks_stats;
+	int program, program_status;
 } cb;
 
 static void on_state(void *arg, const struct kr_state_change *st)
@@ -172,6 +174,9 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	struct kr_dir_config dc;
 	struct kr_dir_stats ds;
 	struct kr_hooks_stats hs;
+	struct kr_program_config pc;
+	struct kr_program_status ps;
+	static const char *const prog[] = { "/bin/true", NULL };
 	char err[100];
 	int t;
 
@@ -191,6 +196,10 @@ static void on_state(void *arg, const struct kr_state_change *st)
 	cb.dir_stats = kr_client_dir_stats(cb.c, &ds);
 	cb.hooks_flush = kr_client_hooks_flush(cb.c);
 	cb.hooks_stats = kr_client_hooks_stats(cb.c, &hs);
+	kr_program_config_init(&pc);
+	pc.argv = prog;
+	cb.program = kr_client_program(cb.c, listen_mem, sizeof(listen_mem), &pc, err, sizeof(err));
+	cb.program_status = kr_client_program_status(cb.c, &ps);
 	cb.stop = kr_client_stop(cb.c);
 }
 
@@ -244,6 +253,7 @@ KR_TEST(client, a_callback_may_only_read_and_stop)
 	check(cb.get == KR_ENOENT && cb.status == 0 && cb.stop == 0);
 	check(cb.dir == KR_ESTATE && cb.dir_stats == KR_ESTATE);  /* no sink; the read is legal */
 	check(cb.hooks_flush == KR_ESTATE && cb.hooks_stats == 0);
+	check(cb.program == KR_ESTATE && cb.program_status == KR_ESTATE);
 	return 0;
 }
 
@@ -493,6 +503,93 @@ KR_TEST(client, the_hooks_need_callbacks_and_no_start)
 	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
 	check(kr_client_start(c, err, sizeof(err)) == 0);
 	check(kr_client_hooks(c, listen_mem, sizeof(listen_mem), &hc, err, sizeof(err)) == KR_ESTATE &&
+	      strstr(err, "before kr_client_start"));
+	check(kr_client_stop(c) == 0);
+	return 0;
+}
+
+/* kr_client_program (1.1): the sized configuration, every misuse in words, once, its state. */
+KR_TEST(client, the_program_before_start)
+{
+	static const char *const prog[] = { "/bin/true", "--flag", NULL };
+	static const char *const none[] = { NULL };
+	static const char *words[KR_SUPERVISE_ARGS + 2];
+	struct kr_client *c = new_client();
+	struct kr_program_config pc, big[2];
+	struct kr_program_status st;
+	char err[200];
+	size_t need;
+	int i;
+
+	check(c != NULL);
+	kr_program_config_init(&pc);
+	check(pc.struct_size == sizeof(pc) && pc.change_signal == SIGHUP && pc.grace_ms == 10000 &&
+	      pc.debounce_ms == 1000 && !pc.argv && !pc.restart && !pc.on_end);
+	kr_program_config_init_size(NULL, sizeof(pc));           /* ignored */
+	kr_program_config_init_size(&pc, 4);                      /* too small: left alone */
+	check(pc.struct_size == sizeof(pc));
+	need = kr_program_memory(&pc);
+	check(need > 0 && need % 16 == 0 && need <= sizeof(listen_mem));
+	check(kr_program_memory(NULL) == 0);
+	/* No client, memory, configuration; one not made by its init; unaligned; too small. */
+	pc.argv = prog;
+	check(kr_client_program(NULL, listen_mem, need, &pc, err, sizeof(err)) == KR_EINVAL && strstr(err, "client"));
+	check(kr_client_program(c, NULL, need, &pc, err, sizeof(err)) == KR_EINVAL && err[0]);
+	check(kr_client_program(c, listen_mem + 8, need, &pc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "aligned"));
+	check(kr_client_program(c, listen_mem, need, NULL, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_program_config_init"));
+	pc.struct_size = 0;
+	check(kr_program_memory(&pc) == 0);
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "kr_program_config_init"));
+	pc.struct_size = sizeof(pc);
+	check(kr_client_program(c, listen_mem, need - 1, &pc, err, sizeof(err)) == KR_ENOSPC && strstr(err, "bytes"));
+	memset(big, 0, sizeof(big));
+	kr_program_config_init_size(&big[0], sizeof(big));
+	big[0].argv = prog;
+	check(kr_program_memory(&big[0]) == need);
+	((unsigned char *)big)[sizeof(pc) + 3] = 1;
+	check(kr_program_memory(&big[0]) == 0);
+	check(kr_client_program(c, listen_mem, need, &big[0], err, sizeof(err)) == KR_ENOTSUP &&
+	      strstr(err, "does not have"));
+	/* No program, one word too many (the bound), a negative time. */
+	pc.argv = NULL;
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_EINVAL && strstr(err, "no program"));
+	pc.argv = none;
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_EINVAL && strstr(err, "no program"));
+	for (i = 0; i < KR_SUPERVISE_ARGS + 1; i++)
+		words[i] = "/bin/true";
+	words[i] = NULL;
+	pc.argv = words;
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_EINVAL &&
+	      strstr(err, "KR_SUPERVISE_ARGS"));
+	words[KR_SUPERVISE_ARGS] = NULL;                          /* exactly the most: taken below */
+	pc.grace_ms = -1;
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_EINVAL && strstr(err, "negative"));
+	pc.grace_ms = 0;
+	/* Not yet: no state; no signal taken; no child of its. */
+	check(kr_client_program_status(c, &st) == KR_ESTATE);
+	check(kr_client_program_status(NULL, &st) == KR_EINVAL && kr_client_program_status(c, NULL) == KR_EINVAL);
+	check(kr_client_program_signal(c, SIGTERM) == 0 && kr_client_program_signal(NULL, SIGTERM) == KR_EINVAL);
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == 0 && err[0] == '\0');
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_ESTATE && strstr(err, "once"));
+	check(kr_client_program_status(c, &st) == 0 && st.pid == 0 && !st.ended && st.starts == 0);
+	check(kr_client_program_signal(c, SIGTERM) == 0);         /* not running: the host's to act on */
+	check(kr_client_child_exited(c, 4242, 0) == 0);
+	for (i = 1; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_on_event(c, nop_event, NULL) == KR_ENOSPC);
+	c = new_client();
+	check(c != NULL);
+	for (i = 0; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_ENOSPC && strstr(err, "callback"));
+	c = new_client();
+	check(c != NULL);
+	check(kr_client_add_resource(c, "configmaps", err, sizeof(err)) == 0);
+	check(kr_client_start(c, err, sizeof(err)) == 0);
+	check(kr_client_program(c, listen_mem, need, &pc, err, sizeof(err)) == KR_ESTATE &&
 	      strstr(err, "before kr_client_start"));
 	check(kr_client_stop(c) == 0);
 	return 0;
