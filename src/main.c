@@ -422,12 +422,13 @@ static void on_once_timeout(struct kr_loop *l, struct kr_timer *t)
 		if (kr_client_status(client, i, &st) == 0 && !st.synced)
 			kr_log(KR_LOG_ERROR, "unable to sync %s within the --timeout: %s", st.resource,
 			       st.reason[0] ? st.reason : "no answer");
-	if (once_hooks && hs.command_pid) {
+	/* (KR_WITH_HOOKS: a build without hooks carries none of their texts.) */
+	if (KR_WITH_HOOKS && once_hooks && hs.command_pid) {
 		kr_log(KR_LOG_ERROR, "--once: %s (pid %d) still running at the --timeout: stopping it",
 		       hs.command, hs.command_pid);
 		kr_port_kill(hs.command_pid, SIGTERM);
 	}
-	if (once_hooks && hs.post_busy)
+	if (KR_WITH_HOOKS && once_hooks && hs.post_busy)
 		kr_log(KR_LOG_ERROR, "--once: the --http-post batch was not delivered within the --timeout");
 	once_failed = 1;
 	kr_client_stop(client);
@@ -807,7 +808,8 @@ static int run_hooks_once(void)
 	once_hooks = 1;
 	loop->stop = 0;
 	kr_client_hooks_flush(client);
-	while (!loop->stop && kr_client_hooks_stats(client, &hs) == 0 && (hs.command_pid || hs.post_busy))
+	while (KR_WITH_HOOKS && !loop->stop && kr_client_hooks_stats(client, &hs) == 0 &&
+	       (hs.command_pid || hs.post_busy))
 		if (kr_loop_once(loop, -1) < 0) {
 			kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 			return EXIT_FATAL;
@@ -817,7 +819,7 @@ static int run_hooks_once(void)
 	if (loop->stop)
 		return 0;      /* SIGTERM while the hooks ran: a clean stop */
 	kr_client_hooks_stats(client, &hs);
-	if (hs.failures) {
+	if (KR_WITH_HOOKS && hs.failures) {
 		if (hs.command && hs.last_exit)
 			kr_log(KR_LOG_ERROR, "--once: the --exec command %s exited with %d",
 			       hs.command, hs.last_exit);
@@ -825,7 +827,7 @@ static int run_hooks_once(void)
 			kr_log(KR_LOG_ERROR, "--once: the hook failed (see above)");
 		return EXIT_FATAL;
 	}
-	if (hs.batches_dropped) {
+	if (KR_WITH_HOOKS && hs.batches_dropped) {
 		kr_log(KR_LOG_ERROR, "--once: the --http-post batch could not be delivered");
 		return EXIT_FATAL;
 	}
