@@ -48,14 +48,14 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 			"                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
 			"                           RAM only if used") },
 		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },
-		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 0,
+		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 1,
 		  BUILT(KR_WITH_HOOKS, "--exec/--signal: command words, changed keys") },
-		{ "http-post", (KR_WITH_HOOKS ? sizeof(struct kr_http_post) : 0), 0,
+		{ "http-post", (KR_WITH_HOOKS ? sizeof(struct kr_http_post) : 0), 1,
 		  BUILT(KR_WITH_HOOKS, "--http-post: its connection, two KR_HTTP_POST_BATCH_BYTES batches; "
 				       "RAM only if used") },
-		{ "supervise", (KR_WITH_HOOKS ? sizeof(struct kr_supervise) : 0), 0,
+		{ "supervise", (KR_WITH_HOOKS ? sizeof(struct kr_supervise) : 0), 1,
 		  BUILT(KR_WITH_HOOKS, "-- PROGRAM: KR_SUPERVISE_ARGS words, state") },
-		{ "dir-sink", (KR_WITH_DIR ? sizeof(struct kr_dirsink) : 0), 0,
+		{ "dir-sink", (KR_WITH_DIR ? sizeof(struct kr_dirsink) : 0), 1,
 		  BUILT(KR_WITH_DIR, "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; "
 				     "RAM only if used") },
 		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) : 0), 0,

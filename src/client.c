@@ -92,8 +92,9 @@ struct kr_client {
 	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
 	/* kr_serve_close through a pointer: a program that never listens links no endpoint. */
 	void (*serve_close)(struct kr_serve *s);
-	const struct kr_notify *hook_notify;       /* the host's hooks, for the endpoint's metrics */
-	const struct kr_http_post *hook_post;
+	struct kr_client_hooks hooks;  /* kr_client_hooks', in the caller's memory; also the endpoint's metrics */
+	void *dir;                     /* the directory sink, in the caller's memory, or NULL */
+	void (*dir_close)(void *dir);  /* through a pointer: a program without it links none */
 	int state_on;                  /* snapshots go to cfg.state_dir */
 	struct kr_state persist;
 	struct kr_state_history history;    /* the endpoint's ring, saved with the state */
@@ -144,12 +145,19 @@ const char *kr_version(int *num)
  * older or newer header). Every 1.0 field lies within CONFIG_SIZE_1_0; a
  * field added later gets its default only where size holds it.
  */
+int kr_client_sized_init(void *cfg, size_t size, size_t min)
+{
+	if (!cfg || size < min)
+		return KR_EINVAL;
+	memset(cfg, 0, size);
+	memcpy(cfg, &size, sizeof(size));
+	return 0;
+}
+
 void kr_config_init_size(struct kr_config *cfg, size_t size)
 {
-	if (!cfg || size < CONFIG_SIZE_1_0)
+	if (kr_client_sized_init(cfg, size, CONFIG_SIZE_1_0) != 0)
 		return;
-	memset(cfg, 0, size);
-	cfg->struct_size = size;
 	cfg->watch_list = KR_WL_AUTO;
 	cfg->log_level = 1;
 	cfg->gzip = KR_WITH_GZIP;          /* a build without the inflater lists plain */
@@ -166,6 +174,11 @@ void kr_config_init_size(struct kr_config *cfg, size_t size)
  * field this library lacks).
  */
 static int sized_in(const void *given, size_t min, void *out, size_t out_size)
+{
+	return kr_client_sized_in(given, min, out, out_size);
+}
+
+int kr_client_sized_in(const void *given, size_t min, void *out, size_t out_size)
 {
 	size_t size, i;
 
@@ -1012,6 +1025,10 @@ int kr_client_stop(struct kr_client *c)
 		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
 		c->state_on = 0;
 	}
+	if (c->dir && c->dir_close) {
+		c->dir_close(c->dir);            /* the last batch of files in place; its counts stay */
+		c->dir_close = NULL;
+	}
 	if (KR_WITH_WAKEUP && c->wake_fd >= 0) {
 		int fd = c->wake_fd;
 
@@ -1216,21 +1233,48 @@ int kr_client_listen(struct kr_client *c, void *mem, size_t len, const struct kr
 	return kr_client_endpoint(c, mem, len, &ec, err, errlen);
 }
 
-void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
-			    const struct kr_http_post *post)
+struct kr_client_hooks *kr_client_hooks_slot(struct kr_client *c)
+{
+	return valid(c) ? &c->hooks : NULL;
+}
+
+int kr_client_may_add(struct kr_client *c, int callbacks)
 {
 	if (!valid(c))
-		return;
-	c->hook_notify = notify;
-	c->hook_post = post;
+		return KR_EINVAL;
+	if (c->in_callback || c->state != ST_INIT)
+		return KR_ESTATE;
+	return c->ncb + callbacks > MAX_CALLBACKS ? KR_ENOSPC : 0;
+}
+
+int kr_client_in_callback(struct kr_client *c)
+{
+	return valid(c) && c->in_callback;
+}
+
+int kr_client_set_dir(struct kr_client *c, void *d, void (*close)(void *d))
+{
+	if (!valid(c))
+		return KR_EINVAL;
+	if (c->in_callback || c->state != ST_INIT || c->dir)
+		return KR_ESTATE;
+	if (!d && c->ncb == MAX_CALLBACKS)
+		return KR_ENOSPC;
+	if (d) {
+		c->dir = d;
+		c->dir_close = close;
+	}
+	return 0;
+}
+
+void *kr_client_dir_sink(struct kr_client *c)
+{
+	return valid(c) ? c->dir : NULL;
 }
 
 void kr_endpoint_config_init_size(struct kr_endpoint_config *ec, size_t size)
 {
-	if (!ec || size < ENDPOINT_SIZE_1_1)
-		return;
-	memset(ec, 0, size);
-	ec->struct_size = size;
+	kr_client_sized_init(ec, size, ENDPOINT_SIZE_1_1);
 }
 
 size_t kr_endpoint_memory(const struct kr_endpoint_config *ec)
@@ -1283,8 +1327,8 @@ int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct 
 	o.bookmark_ms = in.bookmark_s * 1000;
 	o.tls_sessions = in.tls_sessions;
 	if (valid(c)) {
-		o.notify = c->hook_notify;
-		o.post = c->hook_post;
+		o.notify = c->hooks.notify;
+		o.post = c->hooks.post;
 	}
 	return kr_client_listen_opts(c, mem, len, &o, err, errlen);
 }

@@ -35,11 +35,49 @@ struct kr_serve_opts;
 int kr_client_listen_opts(struct kr_client *c, void *mem, size_t len, const struct kr_serve_opts *o,
 			  char *err, size_t errlen);
 
-/* The CLI's hooks, whose metrics kr_client_endpoint's /metrics shows (NULL: none). */
+/*
+ * The hooks kr_client_hooks and kr_client_program (client_hooks.c) set up in the caller's memory
+ * (NULL: none), which kr_client_endpoint's /metrics shows too. The slot is
+ * NULL if c is not a client.
+ */
 struct kr_notify;
 struct kr_http_post;
-void kr_client_hook_metrics(struct kr_client *c, const struct kr_notify *notify,
-			    const struct kr_http_post *post);
+struct kr_supervise;
+struct kr_client_hooks {
+	struct kr_notify *notify;      /* --exec, --signal */
+	struct kr_http_post *post;     /* --http-post */
+	struct kr_supervise *program;  /* -- PROGRAM (kr_client_program) */
+};
+struct kr_client_hooks *kr_client_hooks_slot(struct kr_client *c);
+
+/* Whether an output taking this many event callbacks may be added now: 0,
+ * KR_EINVAL (not a client), KR_ESTATE (started, or from a callback), KR_ENOSPC. */
+int kr_client_may_add(struct kr_client *c, int callbacks);
+
+/* 1 while a callback of c runs (where only the read-only calls are legal). */
+int kr_client_in_callback(struct kr_client *c);
+
+/*
+ * The directory sink (client_dir.c) in the caller's memory: kr_client_stop
+ * calls close(d) (once; d stays attached for its counts). With d NULL, only
+ * says whether one may be attached now. Returns 0, KR_EINVAL (not a client),
+ * KR_ESTATE (started, from a callback, one attached already), KR_ENOSPC (d
+ * NULL and no event callback left). kr_client_dir_sink: the one attached, or NULL.
+ */
+int kr_client_set_dir(struct kr_client *c, void *d, void (*close)(void *d));
+void *kr_client_dir_sink(struct kr_client *c);
+
+/*
+ * A caller's sized configuration (struct_size first) copied into this
+ * library's out[0..out_size), whose defaults are already there: 0, KR_EINVAL
+ * (NULL, or a struct_size below min: not made by its init), KR_ENOTSUP (a
+ * longer struct with a field this library does not have set).
+ */
+int kr_client_sized_in(const void *given, size_t min, void *out, size_t out_size);
+
+/* A sized configuration's init: zeroes cfg[0..size) and sets its struct_size
+ * (its first field) to size. KR_EINVAL, touching nothing, if size < min. */
+int kr_client_sized_init(void *cfg, size_t size, size_t min);
 
 /* sizeof(struct kr_client), for the budget. */
 size_t kr_client_struct_size(void);

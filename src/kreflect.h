@@ -27,8 +27,9 @@
  * Callbacks run inside kr_client_run/kr_client_process. From a callback
  * only these calls are legal: kr_client_stop, kr_client_wakeup,
  * kr_client_get, kr_client_foreach, kr_client_status, kr_client_resource_name,
- * kr_client_ready, kr_client_timer and kr_object_field (and the ones that
- * take no client);
+ * kr_client_ready, kr_client_timer, kr_client_dir_stats, kr_client_hooks_stats,
+ * kr_client_program_status and kr_object_field (and the ones that take no
+ * client);
  * any other returns KR_ESTATE. Views
  * (const char * + length) passed to callbacks or filled by kr_client_get are
  * valid until the callback returns or until the client next runs.
@@ -48,8 +49,10 @@
  *    is an inline wrapper passing it), so it can grow at the end too.
  *  - structs the library hands to callbacks (kr_event, kr_state_change,
  *    kr_object) only grow at the end: read the fields you know.
- *  - struct kr_endpoint_config (1.1) grows as kr_config does.
- *  - struct kr_resource_spec, kr_listen_config and kr_client_fd are frozen:
+ *  - struct kr_endpoint_config, kr_dir_config, kr_hooks_config and
+ *    kr_program_config (1.1) grow as kr_config does.
+ *  - struct kr_resource_spec, kr_listen_config, kr_client_fd, kr_dir_stats,
+ *    kr_hooks_stats and kr_program_status are frozen:
  *    a new option comes as a new call, not a new field.
  * Why a size field and not opaque setters (libcurl's curl_easy_setopt with
  * CURLOPT_* numbers, mosquitto's mosquitto_int_option): setters need the
@@ -582,6 +585,259 @@ int kr_client_endpoint(struct kr_client *c, void *mem, size_t len, const struct 
  * (where too small: it holds "").
  */
 int kr_client_endpoint_where(struct kr_client *c, char *where, size_t len, int *token_required);
+
+/* --- the directory sink ---------------------------------------------------------- */
+
+/*
+ * Since 1.1: the objects as files under one root directory (the CLI's --dir),
+ * for programs that read files rather than speak to the API. ConfigMaps and
+ * Secrets become one file per data key (`data` as text, `binaryData` and a
+ * Secret's `data` decoded), named by the key; every other resource one file
+ * <namespace>_<name>.json holding the object. Files are replaced atomically
+ * and only when their bytes or mode differ; the root is opened once and
+ * nothing under it is reached through a symbolic link; a manifest in the root
+ * lists the files the sink owns, so it removes exactly its own (objects
+ * deleted while it was not running too) and never writes over another's
+ * (src/README.md "Outputs"). The struct grows as kr_config does.
+ */
+enum kr_dir_layout {
+	KR_DIR_LAYOUT_FLAT,            /* keys' files in the target directory */
+	KR_DIR_LAYOUT_OBJECT,          /* in <target>/<namespace>/<name>/ */
+};
+
+enum kr_dir_sync {
+	KR_DIR_SYNC_BATCH,             /* the files of a batch renamed into place together, with one
+					  file system sync before and one after, before the loop
+					  sleeps and before a timer fires */
+	KR_DIR_SYNC_EACH,              /* an fsync per file and its directory, inside the event */
+};
+
+struct kr_dir_config {
+	size_t struct_size;            /* sizeof(struct kr_dir_config), set by its init */
+	const char *path;              /* the root directory; created (0755) if missing */
+	enum kr_dir_layout layout;
+	const char *annotation;        /* the annotation naming a subdirectory of the root as an
+					  object's target; NULL: "kreflect.io/target-dir", "": none */
+	unsigned file_mode;            /* 0: 0644; at most 0777 */
+	unsigned secret_mode;          /* a Secret's files; 0: 0600 */
+	enum kr_dir_sync sync;
+	size_t max_files;              /* files owned at once; 0: the compile-time most */
+	/* k8s-sidecar's ways (kreflect --k8s-sidecar); all 0 by default: */
+	int unique_names;              /* ConfigMap and Secret files named
+					  namespace_<ns>.<configmap|secret>_<name>.<key> */
+	int annotation_absolute;       /* an absolute annotation inside the root names the same
+					  directory relative to it (others are refused) */
+	int url_keys_refused;          /* keys ending in ".url" are refused, not written */
+	int sweep_by_scope;            /* 1: a resource's SYNCED removes only the files its
+					  namespace and name selector could list (several
+					  resources of one type); 0: every file of its type */
+};
+
+/* Fills dc with the defaults (zeros) and sets dc->struct_size. */
+void kr_dir_config_init_size(struct kr_dir_config *dc, size_t size);
+static inline void kr_dir_config_init(struct kr_dir_config *dc)
+{
+	kr_dir_config_init_size(dc, sizeof(*dc));
+}
+
+/*
+ * Bytes of memory the sink needs (its manifest of max_files files, one
+ * decoded value: about 2.5 MiB with the defaults, pages never written cost
+ * no RAM); 0 if dc is bad (not made by its init, max_files above the most).
+ */
+size_t kr_dir_memory(const struct kr_dir_config *dc);
+
+/*
+ * Writes the client's objects under dc->path, from mem[0..len) (16-byte
+ * aligned, kr_dir_memory bytes, kept until the client stops). Once, before
+ * kr_client_start: creates the root, loads the manifest, checks the root is
+ * writable. Uses one of the 8 event callbacks, before the ones added after
+ * it (a hook added later runs when the files are in place). kr_client_stop
+ * puts the last batch in place and closes the root. Returns 0, KR_EINVAL (no
+ * client, path or memory, a configuration not made by kr_dir_config_init, a
+ * mode above 0777, the root not a directory), KR_ENOTSUP (a field this
+ * library does not have, or a build without the sink), KR_ESTATE (started,
+ * from a callback, or a sink already), KR_ENOSPC (len too small, no callback
+ * left), KR_EPROTO (the manifest is not one), KR_EIO (the root cannot be
+ * made or written); the reason in err.
+ */
+int kr_client_dir(struct kr_client *c, void *mem, size_t len, const struct kr_dir_config *dc,
+		  char *err, size_t errlen);
+
+/* What the sink did since kr_client_dir, counted per file. Frozen: new counts come as a new call. */
+struct kr_dir_stats {
+	unsigned long long written;    /* files created or replaced */
+	unsigned long long unchanged;  /* files already holding the bytes and mode */
+	unsigned long long removed;    /* files removed */
+	unsigned long long conflicts;  /* files not written: another owner, or not the sink's */
+	unsigned long long errors;     /* refused names, bad values, failed system calls (each
+					  named in an error line as it happened) */
+	size_t files;                  /* files the manifest owns now */
+};
+
+/* Fills *st. Returns 0, KR_EINVAL (no client or st), KR_ESTATE (no sink). Legal from a callback. */
+int kr_client_dir_stats(struct kr_client *c, struct kr_dir_stats *st);
+
+/* --- hooks ------------------------------------------------------------------------ */
+
+/*
+ * Since 1.1: what the device does after changes (the CLI's --exec, --signal,
+ * --http-post and --debounce). Nothing fires before the first complete sync
+ * of every resource; the changes of a --debounce window make one run. A
+ * command runs without a shell, with KREFLECT_EVENTS=<count> in its
+ * environment and the changed keys on stdin, never twice at once. A signal
+ * goes to a pid, or to the pid a file holds (read at each send). A POST
+ * carries the window's changes as JSON lines (application/x-ndjson, plain
+ * HTTP only), retried with the reflector's backoff. The struct grows as
+ * kr_config does.
+ */
+struct kr_hooks_config {
+	size_t struct_size;            /* sizeof(struct kr_hooks_config), set by its init */
+	const char *exec;              /* "CMD ARGS" (quotes group words); NULL: none */
+	int signal;                    /* a signal number; 0: none */
+	int signal_pid;                /* sent to this process, or */
+	const char *signal_pidfile;    /* to the one whose pid this file holds */
+	const char *http_post;         /* http://HOST[:PORT]/PATH; NULL: none */
+	int debounce_ms;               /* the window; kr_hooks_config_init: 1000; 0: none */
+	/* The request of http_post, k8s-sidecar's REQ_* (0 and NULL: the change lines by POST): */
+	const char *method;            /* "POST" (NULL) or "GET" (never a body) */
+	const char *body;              /* POST this fixed body instead (body_len bytes) */
+	size_t body_len;
+	const char *content_type;      /* of the fixed body; NULL: application/json */
+	const char *authorization;     /* an Authorization header's value: a secret, never logged */
+	int urllib3;                   /* 1: retried as Python urllib3's Retry, with: */
+	int retries;                   /*   retries after the first attempt, at most */
+	int connect_retries;           /*   of them after a failed connection */
+	int read_retries;              /*   after a timeout or a broken answer */
+	int backoff_factor_ms;         /*   waiting 0, then factor * 2^(n-1) ms (at most 120 s) */
+	int retry_5xx;                 /*   retrying 500, 502, 503 and 504 (other statuses are final) */
+	int timeout_ms;                /* connect, and silence before the answer; 0: 10 s */
+	int skip_first;                /* 1: the first sync's batch is not sent */
+};
+
+/* Fills hc with the defaults (debounce_ms 1000, the rest zero) and sets hc->struct_size. */
+void kr_hooks_config_init_size(struct kr_hooks_config *hc, size_t size);
+static inline void kr_hooks_config_init(struct kr_hooks_config *hc)
+{
+	kr_hooks_config_init_size(hc, sizeof(*hc));
+}
+
+/* Bytes of memory the hooks hc names need; 0 if hc is bad or names none. */
+size_t kr_hooks_memory(const struct kr_hooks_config *hc);
+
+/*
+ * Adds the hooks hc names, from mem[0..len) (16-byte aligned, kr_hooks_memory
+ * bytes, kept until the client stops), before kr_client_start: the command
+ * and the signal, and the POST, each kind once (a host wanting to tell their
+ * errors apart adds them in two calls). Each is one of the 8 event
+ * callbacks, after the ones added before it (the directory sink's files are
+ * in place when a hook runs); their counters appear on the endpoint's
+ * /metrics. Returns 0, KR_EINVAL (no client or memory, a configuration not
+ * made by its init or naming no hook, a command that cannot be split, a URL
+ * that is not http://HOST[:PORT]/PATH, a method other than GET and POST, a
+ * negative debounce_ms), KR_ENOTSUP (a field this library lacks, a build
+ * without hooks), KR_ESTATE (started, from a callback, that kind added
+ * already), KR_ENOSPC (len too small, no callback left); the reason in err.
+ * exec is copied; signal_pidfile and the request's strings are read while
+ * the client runs: keep them. The command is a child of the process: the
+ * host reaps it (SIGCHLD, waitpid) and hands its pid and code to
+ * kr_client_child_exited; until then it counts as running (no second run).
+ */
+int kr_client_hooks(struct kr_client *c, void *mem, size_t len, const struct kr_hooks_config *hc,
+		    char *err, size_t errlen);
+
+/*
+ * A child process ended (pid and its exit code, or 128 + a signal's number):
+ * 1 if it was a hook's command or the supervised program (its end is
+ * logged; a run that waited starts, or the program restarts or ends), 0 if
+ * not, KR_EINVAL. For a host that reaps every child (SIGCHLD).
+ */
+int kr_client_child_exited(struct kr_client *c, int pid, int code);
+
+/*
+ * Runs the hooks now for what has collected, without waiting for the window
+ * to close (a run-once program after the sync). Returns 1 if something was
+ * started or sent, 0 if not, KR_EINVAL, KR_ESTATE (from a callback).
+ */
+int kr_client_hooks_flush(struct kr_client *c);
+
+/* What the hooks did and are doing. Frozen: new fields come as a new call. */
+struct kr_hooks_stats {
+	const char *command;           /* the command's program (its first word), or NULL */
+	int command_pid;               /* the command running now, 0 if none */
+	int last_exit;                 /* the command's last exit code */
+	unsigned long runs, signals_sent, failures;  /* runs and signals, those that failed */
+	const char *post_url;          /* http_post as used in logs, or NULL */
+	const char *post_host;         /* its host (a name or an IP) and port */
+	int post_port;
+	int post_loopback;             /* 1: the host is a loopback address */
+	int post_busy;                 /* 1: a batch is in flight or waiting to be retried */
+	unsigned long delivered, attempts_failed, batches_dropped;
+};
+
+/* Fills *st. Returns 0, KR_EINVAL (no client or st). Legal from a callback. */
+int kr_client_hooks_stats(struct kr_client *c, struct kr_hooks_stats *st);
+
+/*
+ * Since 1.1: a program the client supervises (the CLI's -- PROGRAM): started
+ * once every resource has synced (the files and hooks in place), sent a
+ * signal (or restarted) after each --debounce window of changes, given the
+ * signals the host passes on, stopped with SIGTERM and, after grace_ms,
+ * SIGKILL. The struct grows as kr_config does.
+ */
+struct kr_program_config {
+	size_t struct_size;            /* sizeof(struct kr_program_config), set by its init */
+	const char *const *argv;       /* PROGRAM ARGS..., NULL-terminated, at most
+					  64 words (the build's KR_SUPERVISE_ARGS); kept */
+	int change_signal;             /* sent after changes; init: SIGHUP */
+	int restart;                   /* 1: restart it after changes instead */
+	int grace_ms;                  /* SIGTERM, this long, then SIGKILL; init: 10000 */
+	int debounce_ms;               /* the window; init: 1000 */
+	void (*on_end)(void *arg);     /* once, when it has ended for good or could not start */
+	void *arg;
+};
+
+/* Fills pc with the defaults above and sets pc->struct_size. */
+void kr_program_config_init_size(struct kr_program_config *pc, size_t size);
+static inline void kr_program_config_init(struct kr_program_config *pc)
+{
+	kr_program_config_init_size(pc, sizeof(*pc));
+}
+
+/* Bytes of memory the supervisor needs; 0 if pc is bad. */
+size_t kr_program_memory(const struct kr_program_config *pc);
+
+/*
+ * Supervises pc->argv from mem[0..len) (16-byte aligned, kr_program_memory
+ * bytes, kept until the client stops), once, before kr_client_start; one of
+ * the 8 event callbacks, after those added before it. Its process is a child:
+ * the host reaps it and hands it to kr_client_child_exited. Returns 0,
+ * KR_EINVAL (no client or memory, a configuration not made by its init, no
+ * program, too many words, a negative time), KR_ENOTSUP (a field this library
+ * lacks, a build without hooks), KR_ESTATE (started, from a callback, a
+ * program already), KR_ENOSPC (len too small, no callback left).
+ */
+int kr_client_program(struct kr_client *c, void *mem, size_t len, const struct kr_program_config *pc,
+		      char *err, size_t errlen);
+
+/*
+ * A signal the host received: 1 if the running program was sent it instead
+ * (SIGTERM and SIGINT also start its stop: the client stops when it has
+ * ended), 0 if the host should act on it itself, KR_EINVAL.
+ */
+int kr_client_program_signal(struct kr_client *c, int sig);
+
+/* The supervised program's state. Frozen: new fields come as a new call. */
+struct kr_program_status {
+	int pid;                       /* running now, 0 if none */
+	int ended;                     /* 1: it ended for good, or could not start */
+	int code;                      /* then: its exit code, 128 + N after signal N */
+	int start_error;               /* then: 0, KR_ENOENT (not found) or another KR_E... */
+	unsigned long starts, signals_sent, signals_forwarded;
+};
+
+/* Fills *st. Returns 0, KR_EINVAL (no client or st), KR_ESTATE (no program). Legal from a callback. */
+int kr_client_program_status(struct kr_client *c, struct kr_program_status *st);
 
 /* --- health ------------------------------------------------------------------------ */
 

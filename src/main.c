@@ -14,16 +14,12 @@
 
 #include "client.h"
 #include "fmt.h"
-#include "http_post.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
 #include "loop.h"
-#include "notify.h"
 #include "port.h"
 #include "sidecar_env.h"
 #include "sink.h"
-#include "sink_dir.h"
-#include "supervise.h"
 
 #define EXIT_FATAL 1
 #define EXIT_USAGE 2
@@ -34,13 +30,6 @@
 static struct kr_client *client;
 static struct kr_loop *loop;
 static struct kr_jsonl jsonl;
-static struct kr_dirsink dirsink;
-static struct kr_notify notify;
-static int notify_on;
-static struct kr_http_post post;
-static int post_on;
-static struct kr_supervise sup;
-static int sup_on;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
 static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
@@ -262,14 +251,11 @@ struct options {
 	int verbosity;
 	int once;
 	int timeout_s;
-	struct kr_dirsink_opts dir;
-	int dir_sync_each;             /* --dir-sync each: an fsync per file, inside the event */
-	struct kr_notify_opts notify;
-	const char *http_post;
-	const struct kr_http_post_opts *post_opts;  /* NULL: --http-post's own */
+	struct kr_dir_config dir;      /* --dir and its flags */
+	struct kr_hooks_config hooks;  /* --exec, --signal, --http-post, --debounce */
 	int sidecar;                   /* --k8s-sidecar: configured from the environment */
 	int log_level;                 /* >= 0: set directly (k8s-sidecar's LOG_LEVEL) */
-	struct kr_supervise_opts sup;
+	struct kr_program_config program;  /* -- PROGRAM and the supervisor flags */
 	const char *sup_flag;          /* a supervisor flag given (needs -- PROGRAM) */
 	struct kr_endpoint_config serve;
 	enum kr_sandbox_mode sandbox;  /* --sandbox auto|on|off */
@@ -360,16 +346,14 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 		/* Every child that ended, also orphans handed to us as PID 1 (and name
 		 * lookups, whose owner finds them reaped): each to its owner, if any. */
 		while ((pid = kr_port_reap(&code)) > 0) {
-			if (notify_on && kr_notify_child_exited(&notify, pid, code))
-				continue;
-			if (sup_on && kr_supervise_child_exited(&sup, pid, code))
+			if (kr_client_child_exited(client, pid, code) == 1)   /* a hook's, the program */
 				continue;
 			kr_log(KR_LOG_DEBUG, "reaped pid %d (exit %d)", pid, code);
 		}
 		return;
 	}
 	/* The supervised program takes the signal while it runs; kreflect ends with it. */
-	if (sup_on && kr_supervise_signal(&sup, sig))
+	if (kr_client_program_signal(client, sig) == 1)
 		return;
 	if (sig == SIGTERM || sig == SIGINT) {
 		kr_log(KR_LOG_INFO, "stopping on signal %d", sig);
@@ -390,6 +374,35 @@ static int add_sink(void (*event)(void *arg, const struct kr_event *ev), void *a
 	return -1;
 }
 
+/* need bytes reserved now, once (--print-budget); NULL, said on stderr, if the system refuses. */
+static void *reserve(size_t need)
+{
+	void *mem = need ? kr_port_reserve(need) : NULL;
+
+	if (!mem)
+		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
+			   kr_port_last_error());
+	return mem;
+}
+
+/* The hooks h names, in memory reserved now. Returns 0 or an exit code. */
+static int add_hooks(const struct kr_hooks_config *h, const char *flag)
+{
+	char err[512];
+	size_t need = kr_hooks_memory(h);
+	void *mem = reserve(need);
+	int r;
+
+	if (!mem)
+		return EXIT_FATAL;
+	r = kr_client_hooks(client, mem, need, h, err, sizeof(err));
+	if (r == KR_ENOSPC) {
+		kr_dprintf(2, "kreflect: %s\n", err);
+		return EXIT_FATAL;
+	}
+	return r ? usage_error("%s: %s", flag, err) : 0;
+}
+
 static int once_failed;
 static int once_hooks;                 /* --once: synced; the hooks are running */
 
@@ -404,20 +417,23 @@ static void on_program_end(void *arg)
 static void on_once_timeout(void *arg, int slot)
 {
 	struct kr_status st;
+	struct kr_hooks_stats hs;
 	int i, n = kr_client_resources(client);
 
 	(void)arg;
 	(void)slot;
+	kr_client_hooks_stats(client, &hs);
 	for (i = 0; i < n; i++)
 		if (kr_client_status(client, i, &st) == 0 && !st.synced)
 			kr_log(KR_LOG_ERROR, "unable to sync %s within the --timeout: %s", st.resource,
 			       st.reason[0] ? st.reason : "no answer");
-	if (once_hooks && notify_on && notify.child) {
+	/* (KR_WITH_HOOKS: a build without hooks carries none of their texts.) */
+	if (KR_WITH_HOOKS && once_hooks && hs.command_pid) {
 		kr_log(KR_LOG_ERROR, "--once: %s (pid %d) still running at the --timeout: stopping it",
-		       notify.argv[0], notify.child);
-		kr_port_kill(notify.child, SIGTERM);
+		       hs.command, hs.command_pid);
+		kr_port_kill(hs.command_pid, SIGTERM);
 	}
-	if (once_hooks && post_on && kr_http_post_busy(&post))
+	if (KR_WITH_HOOKS && once_hooks && hs.post_busy)
 		kr_log(KR_LOG_ERROR, "--once: the --http-post batch was not delivered within the --timeout");
 	once_failed = 1;
 	kr_client_stop(client);        /* also ends run_hooks_once's loop */
@@ -521,26 +537,26 @@ enum flag_kind {
 	X("--timeout", SECONDS, 86400, timeout_s, F_NUM, F_LO1, 0) \
 	/* output */ \
 	X("--dir", "a directory", 0, dir.path, F_STR, 0, 0) \
-	X("--dir-layout", "flat|object", 0, dir.layout_object, F_ENUM, 0, 0) \
+	X("--dir-layout", "flat|object", 0, dir.layout, F_ENUM, 0, 0) \
 	X("--dir-annotation", "", 0, dir.annotation, F_STR, 0, 0) \
 	X("--file-mode", "", 0, dir.file_mode, F_MODE, 0, 0) \
 	X("--secret-file-mode", "", 0, dir.secret_mode, F_MODE, 0, 0) \
-	X("--dir-sync", "batch|each", 0, dir_sync_each, F_ENUM, 0, 0) \
-	X("--exec", "a command", 0, notify.exec, F_STR, 0, 0) \
-	X("--signal", "", 0, notify.signal, F_SIGNAL, 0, 0) \
-	X("--http-post", "a URL", 0, http_post, F_STR, 0, 0) \
+	X("--dir-sync", "batch|each", 0, dir.sync, F_ENUM, 0, 0) \
+	X("--exec", "a command", 0, hooks.exec, F_STR, 0, 0) \
+	X("--signal", "", 0, hooks.signal, F_SIGNAL, 0, 0) \
+	X("--http-post", "a URL", 0, hooks.http_post, F_STR, 0, 0) \
 	/* state */ \
 	X("--state-dir", "", KR_STATE_PATH_MAX, cfg.state_dir, F_STR, 0, 0) \
 	X("--state-sync", "child|inline", 0, cfg.state_sync_inline, F_ENUM, 0, 0) \
 	X("--state-interval", SECONDS, 86400, cfg.state_interval_s, F_NUM, F_LO1, 0) \
 	X("--max-stale", "a number of seconds", 86400 * 3650, cfg.max_stale_s, F_NUM, F_WHAT, 0) \
-	X("--debounce", " milliseconds", 3600000, notify.debounce_ms, F_NUM, 0, 0) \
+	X("--debounce", " milliseconds", 3600000, hooks.debounce_ms, F_NUM, 0, 0) \
 	X("--output", "jsonl|none", 0, output_none, F_ENUM, 0, 'o') \
 	X("--verbosity", "", 3, verbosity, F_VERBOSITY, 0, 'v') \
 	/* supervisor mode */ \
-	X("--child-signal", "", 0, sup.child_signal, F_CHILD_SIGNAL, F_SUP, 0) \
-	X("--on-change", "signal|restart", 0, sup.restart, F_ENUM, F_SUP, 0) \
-	X("--grace", SECONDS, 3600, sup.grace_ms, F_NUM, F_MS | F_SUP, 0) \
+	X("--child-signal", "", 0, program.change_signal, F_CHILD_SIGNAL, F_SUP, 0) \
+	X("--on-change", "signal|restart", 0, program.restart, F_ENUM, F_SUP, 0) \
+	X("--grace", SECONDS, 3600, program.grace_ms, F_NUM, F_MS | F_SUP, 0) \
 	/* local endpoint */ \
 	X("--listen", "127.0.0.1:PORT, [::1]:PORT or unix:/PATH", 0, serve.address, F_STR, 0, 0) \
 	X("--listen-token-file", "a file", 0, serve.token_file, F_STR, 0, 0) \
@@ -663,17 +679,17 @@ static int set_signal(struct options *o, const char *v)
 	memcpy(name, v, nl);
 	name[nl] = '\0';
 	/* Without hooks the flag is refused by name later: no signal table needed. */
-	o->notify.signal = KR_WITH_HOOKS ? kr_port_signal_number(name) : 1;
-	if (o->notify.signal <= 0)
+	o->hooks.signal = KR_WITH_HOOKS ? kr_port_signal_number(name) : 1;
+	if (o->hooks.signal <= 0)
 		return usage_error("--signal: unknown signal '%s'", name);
 	if (colon[1] == '@' && colon[2]) {
-		o->notify.signal_pidfile = colon + 2;
+		o->hooks.signal_pidfile = colon + 2;
 	} else {
 		long pid = kr_parse_num(colon + 1, 1, 0x7fffffff);
 
 		if (pid < 0)
 			return usage_error("--signal: '%s' is not a pid or @pidfile", colon + 1);
-		o->notify.signal_pid = (int)pid;
+		o->hooks.signal_pid = (int)pid;
 	}
 	return 0;
 }
@@ -766,7 +782,7 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 			if (argc - i - 1 > KR_SUPERVISE_ARGS)
 				return usage_error("-- PROGRAM has more than %d words (KR_SUPERVISE_ARGS)",
 						   KR_SUPERVISE_ARGS);
-			o->sup.argv = (const char *const *)argv + i + 1;
+			o->program.argv = (const char *const *)argv + i + 1;
 			break;
 		}
 		k = find_flag(argc, argv, &i, &v);
@@ -792,13 +808,13 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
  */
 static int run_hooks_once(void)
 {
+	struct kr_hooks_stats hs;
+
 	once_hooks = 1;
 	loop->stop = 0;
-	if (notify_on)
-		kr_notify_flush(&notify);
-	if (post_on)
-		kr_http_post_flush(&post);
-	while (!loop->stop && ((notify_on && notify.child) || (post_on && kr_http_post_busy(&post))))
+	kr_client_hooks_flush(client);
+	while (KR_WITH_HOOKS && !loop->stop && kr_client_hooks_stats(client, &hs) == 0 &&
+	       (hs.command_pid || hs.post_busy))
 		if (kr_loop_once(loop, -1) < 0) {
 			kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
 			return EXIT_FATAL;
@@ -807,15 +823,16 @@ static int run_hooks_once(void)
 		return EXIT_FATAL;
 	if (loop->stop)
 		return 0;      /* SIGTERM while the hooks ran: a clean stop */
-	if (notify_on && notify.failures) {
-		if (notify.argv[0] && notify.last_exit)
+	kr_client_hooks_stats(client, &hs);
+	if (KR_WITH_HOOKS && hs.failures) {
+		if (hs.command && hs.last_exit)
 			kr_log(KR_LOG_ERROR, "--once: the --exec command %s exited with %d",
-			       notify.argv[0], notify.last_exit);
+			       hs.command, hs.last_exit);
 		else
 			kr_log(KR_LOG_ERROR, "--once: the hook failed (see above)");
 		return EXIT_FATAL;
 	}
-	if (post_on && post.batches_dropped) {
+	if (KR_WITH_HOOKS && hs.batches_dropped) {
 		kr_log(KR_LOG_ERROR, "--once: the --http-post batch could not be delivered");
 		return EXIT_FATAL;
 	}
@@ -849,9 +866,10 @@ static int partial_mirror(void)
  * an error line as they happen; the run's last line counts them, so that a
  * script reading only the end still sees that some are missing.
  */
-static void once_refused_line(const struct kr_dirsink *d, const char *flag)
+static void once_refused_line(const char *flag)
 {
-	unsigned long long n = d->stats.errors + d->stats.conflicts;
+	struct kr_dir_stats st;
+	unsigned long long n = kr_client_dir_stats(client, &st) == 0 ? st.errors + st.conflicts : 0;
 
 	if (n)
 		kr_log(KR_LOG_WARN, "--once: %s refused or could not write %llu file%s or object%s (each "
@@ -877,10 +895,10 @@ static int features_check(const struct options *o)
 	const char *flag = !KR_WITH_LISTEN && o->serve.address ? "--listen"
 		: !KR_WITH_STATE && o->cfg.state_dir && *o->cfg.state_dir ? "--state-dir"
 		: !KR_WITH_DIR && o->dir.path ? "--dir"
-		: !KR_WITH_HOOKS && o->notify.exec ? "--exec"
-		: !KR_WITH_HOOKS && o->notify.signal ? "--signal"
-		: !KR_WITH_HOOKS && o->http_post ? "--http-post"
-		: !KR_WITH_HOOKS && o->sup.argv ? "-- PROGRAM"
+		: !KR_WITH_HOOKS && o->hooks.exec ? "--exec"
+		: !KR_WITH_HOOKS && o->hooks.signal ? "--signal"
+		: !KR_WITH_HOOKS && o->hooks.http_post ? "--http-post"
+		: !KR_WITH_HOOKS && o->program.argv ? "-- PROGRAM"
 		: !KR_WITH_GZIP && o->cfg.gzip ? "--gzip on"
 		: !KR_WITH_SANDBOX && (o->user || o->group) ? "--user and --group"
 		: !KR_WITH_SANDBOX && o->sandbox == KR_SANDBOX_MODE_ON ? "--sandbox on" : NULL;
@@ -906,10 +924,30 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	*nres = sidecar.nres;              /* added to the client from sidecar.res by make_client */
 	o->sidecar = 1;
 	o->output_none = 1;
-	o->dir = sidecar.dir;
-	o->notify.exec = sidecar.script;
-	o->http_post = sidecar.req_url;
-	o->post_opts = &sidecar.post;
+	o->dir.path = sidecar.dir.path;
+	o->dir.annotation = sidecar.dir.annotation;
+	o->dir.annotation_absolute = sidecar.dir.annotation_absolute;
+	o->dir.url_keys_refused = sidecar.dir.url_keys_refused;
+	o->dir.unique_names = sidecar.dir.unique_names;
+	o->dir.file_mode = sidecar.dir.file_mode;
+	o->dir.secret_mode = sidecar.dir.secret_mode;
+	/* A sweep removes only the files of what its own resource covers. */
+	o->dir.sweep_by_scope = 1;
+	o->hooks.exec = sidecar.script;
+	o->hooks.http_post = sidecar.req_url;
+	o->hooks.method = sidecar.post.method;
+	o->hooks.body = sidecar.post.body;
+	o->hooks.body_len = sidecar.post.body_len;
+	o->hooks.content_type = sidecar.post.content_type;
+	o->hooks.authorization = sidecar.post.authorization;
+	o->hooks.urllib3 = sidecar.post.urllib3;
+	o->hooks.retries = sidecar.post.retries;
+	o->hooks.connect_retries = sidecar.post.connect_retries;
+	o->hooks.read_retries = sidecar.post.read_retries;
+	o->hooks.backoff_factor_ms = sidecar.post.backoff_factor_ms;
+	o->hooks.retry_5xx = sidecar.post.retry_5xx;
+	o->hooks.timeout_ms = sidecar.post.timeout_ms;
+	o->hooks.skip_first = sidecar.post.skip_first;
 	o->cfg.insecure_skip_tls_verify = sidecar.insecure;
 	o->once = sidecar.method == KR_SIDECAR_LIST;
 	o->log_level = sidecar.log_level;
@@ -950,12 +988,9 @@ static int make_client(const struct options *o, int nres)
 
 	if (!need)
 		return usage_error("--max-objects, --arena-bytes or --memory out of range%s", "");
-	mem = kr_port_reserve(need);
-	if (!mem) {
-		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
-			   kr_port_last_error());
+	mem = reserve(need);
+	if (!mem)
 		return EXIT_FATAL;
-	}
 	r = kr_client_init(&client, mem, need, &o->cfg, err, sizeof(err));
 	if (r != 0) {
 		if (o->cfg.server && strstr(err, "is not https://"))
@@ -1045,7 +1080,8 @@ static int apply_sandbox(const struct options *o)
 	struct kr_addr a;
 	char msg[512];
 	long gid = -1;
-	int r, children = KR_WITH_HOOKS && (o->notify.exec || o->sup.argv);
+	struct kr_hooks_stats hs;
+	int r, children = KR_WITH_HOOKS && (o->hooks.exec || o->program.argv);
 
 	if (!KR_WITH_SANDBOX)
 		return 0;
@@ -1062,16 +1098,17 @@ static int apply_sandbox(const struct options *o)
 		sb.mode = KR_SANDBOX_MODE_OFF;
 	if (KR_WITH_DIR && o->dir.path)
 		sb.write_dirs[0] = o->dir.path;
-	if (KR_WITH_HOOKS && o->notify.signal_pidfile)
-		sb.read_files[0] = o->notify.signal_pidfile;
-	sb.signal_others = KR_WITH_HOOKS && o->notify.signal;
-	if (KR_WITH_HOOKS && o->sup.argv)
-		sb.programs[0] = o->sup.argv[0];
-	if (KR_WITH_HOOKS && o->notify.exec)
-		sb.programs[1] = notify.argv[0];
-	if (KR_WITH_HOOKS && post_on) {
-		sb.tcp_ports[0] = post.conn.cfg.port;
-		sb.lookups = kr_port_parse_ip(post.conn.cfg.host, 0, &a) != 0;
+	if (KR_WITH_HOOKS && o->hooks.signal_pidfile)
+		sb.read_files[0] = o->hooks.signal_pidfile;
+	sb.signal_others = KR_WITH_HOOKS && o->hooks.signal;
+	if (KR_WITH_HOOKS && o->program.argv)
+		sb.programs[0] = o->program.argv[0];
+	kr_client_hooks_stats(client, &hs);
+	if (KR_WITH_HOOKS && o->hooks.exec)
+		sb.programs[1] = hs.command;
+	if (KR_WITH_HOOKS && hs.post_url) {
+		sb.tcp_ports[0] = (uint16_t)hs.post_port;
+		sb.lookups = kr_port_parse_ip(hs.post_host, 0, &a) != 0;
 	}
 	if (sb.mode == KR_SANDBOX_MODE_ON &&
 	    ((sb.programs[0] && !strchr(sb.programs[0], '/')) || (sb.programs[1] && !strchr(sb.programs[1], '/'))))
@@ -1095,6 +1132,7 @@ static int apply_sandbox(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct options o;
+	struct kr_program_status ps;
 	char err[512];
 	size_t i;
 	int nres = 0, r, budget = 0;
@@ -1128,11 +1166,11 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	kr_config_init(&o.cfg);
 	kr_endpoint_config_init(&o.serve);
+	kr_dir_config_init(&o.dir);
+	kr_hooks_config_init(&o.hooks);        /* --debounce 1000 */
+	kr_program_config_init(&o.program);    /* --child-signal HUP, --grace 10 */
 	o.verbosity = 1;
 	o.timeout_s = 60;
-	o.notify.debounce_ms = 1000;
-	o.sup.child_signal = SIGHUP;
-	o.sup.grace_ms = 10000;
 	o.log_level = -1;
 	if (budget) {
 		/* Only the capacity flags matter here; the others are checked when running. */
@@ -1157,11 +1195,11 @@ int main(int argc, char **argv)
 	r = features_check(&o);
 	if (r)
 		return r;
-	if (o.sup_flag && !o.sup.argv)
+	if (o.sup_flag && !o.program.argv)
 		return usage_error("%s is for supervisor mode: give -- PROGRAM [ARGS ...] last", o.sup_flag);
 	if (o.cfg.max_stale_s >= 0 && !(o.cfg.state_dir && *o.cfg.state_dir))
 		return usage_error("--max-stale needs --state-dir: there is no mirror to restore%s", "");
-	if (o.once && o.sup.argv)
+	if (o.once && o.program.argv)
 		return usage_error("--once and -- PROGRAM exclude each other: --once exits after one "
 				   "sync%s", "");
 	kr_set_log_level(o.verbosity == 0 ? KR_LOG_WARN : o.verbosity == 1 ? KR_LOG_INFO
@@ -1179,65 +1217,67 @@ int main(int argc, char **argv)
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
-	if (KR_WITH_DIR && o.dir.path) {
-		if (o.sidecar) {
-			/* A sweep removes only the files of what its own resource covers. */
-			o.dir.scopes = kr_client_resource(client, 0);
-			o.dir.nscopes = nres;
-		}
-		o.dir.batch = !o.dir_sync_each;
-		if (kr_dirsink_init(&dirsink, &o.dir, err, sizeof(err)) != 0) {
-			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
-			return EXIT_USAGE;
-		}
-		if (add_sink(kr_dirsink_event, &dirsink) != 0)
-			return EXIT_FATAL;
-	}
-	if (KR_WITH_HOOKS && (o.notify.exec || o.notify.signal)) {
-		o.notify.resources = nres;
-		if (kr_notify_init(&notify, loop, &o.notify, err, sizeof(err)) != 0)
-			return usage_error("%s: %s", o.sidecar ? "SCRIPT" : "--exec", err);
-		/* After the files: a notification means they are in place. */
-		if (add_sink(kr_notify_event, &notify) != 0)
-			return EXIT_FATAL;
-		notify_on = 1;
-	}
-	if (KR_WITH_HOOKS && o.http_post) {
-		const char *flag = o.sidecar ? "REQ_URL" : "--http-post";
-
-		if (kr_http_post_init_opts(&post, loop, o.http_post, o.notify.debounce_ms, nres,
-					   o.post_opts, err, sizeof(err)) != 0)
-			return usage_error("%s: %s", flag, err);
-		if (!kr_http_post_loopback(&post))
-			kr_log(KR_LOG_WARN, "%s to %s: not a loopback address; %s travel unencrypted",
-			       flag, post.url, o.sidecar ? "the request and its credentials"
-			       : "the changed keys");
-		if (add_sink(kr_http_post_event, &post) != 0)
-			return EXIT_FATAL;
-		post_on = 1;
-	}
-	if (KR_WITH_HOOKS && o.sup.argv) {
-		o.sup.debounce_ms = o.notify.debounce_ms;
-		o.sup.resources = nres;
-		o.sup.on_end = on_program_end;
-		if (kr_supervise_init(&sup, loop, &o.sup, err, sizeof(err)) != 0)
-			return usage_error("-- PROGRAM: %s", err);
-		/* After the files and hooks: the program starts with everything in place. */
-		if (add_sink(kr_supervise_event, &sup) != 0)
-			return EXIT_FATAL;
-		sup_on = 1;
-	}
 	if (!o.output_none) {
+		/* Its lines written before the files' batch is put in place, as they come. */
 		kr_jsonl_init(&jsonl, 1);
-		if (add_sink(kr_jsonl_event, &jsonl) != 0)
-			return EXIT_FATAL;
 		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
 	}
 	if (KR_WITH_DIR && o.dir.path) {
-		/* The batch's files in place before the loop sleeps and before any timer (a hook). */
-		kr_loop_before_poll(loop, kr_dirsink_flush, &dirsink);
-		kr_loop_before_timers(loop, kr_dirsink_flush, &dirsink);
+		size_t need = kr_dir_memory(&o.dir);
+		void *mem = reserve(need);
+
+		if (!mem)
+			return EXIT_FATAL;
+		r = kr_client_dir(client, mem, need, &o.dir, err, sizeof(err));
+		if (r != 0) {
+			kr_dprintf(2, "kreflect: %s %s: %s\n", o.sidecar ? "FOLDER" : "--dir", o.dir.path, err);
+			return r == KR_ENOSPC ? EXIT_FATAL : EXIT_USAGE;
+		}
 	}
+	if (KR_WITH_HOOKS && (o.hooks.exec || o.hooks.signal)) {
+		/* After the files: a notification means they are in place. */
+		struct kr_hooks_config h = o.hooks;
+
+		h.http_post = NULL;
+		r = add_hooks(&h, o.sidecar ? "SCRIPT" : "--exec");
+		if (r)
+			return r;
+	}
+	if (KR_WITH_HOOKS && o.hooks.http_post) {
+		const char *flag = o.sidecar ? "REQ_URL" : "--http-post";
+		struct kr_hooks_config h = o.hooks;
+		struct kr_hooks_stats hs;
+
+		h.exec = NULL;
+		h.signal = 0;
+		r = add_hooks(&h, flag);
+		if (r)
+			return r;
+		kr_client_hooks_stats(client, &hs);
+		if (!hs.post_loopback)
+			kr_log(KR_LOG_WARN, "%s to %s: not a loopback address; %s travel unencrypted",
+			       flag, hs.post_url, o.sidecar ? "the request and its credentials"
+			       : "the changed keys");
+	}
+	if (KR_WITH_HOOKS && o.program.argv) {
+		size_t need = kr_program_memory(&o.program);
+		void *mem = reserve(need);
+
+		if (!mem)
+			return EXIT_FATAL;
+		o.program.debounce_ms = o.hooks.debounce_ms;
+		o.program.on_end = on_program_end;
+		/* After the files and hooks: the program starts with everything in place. */
+		r = kr_client_program(client, mem, need, &o.program, err, sizeof(err));
+		if (r == KR_ENOSPC) {
+			kr_dprintf(2, "kreflect: %s\n", err);
+			return EXIT_FATAL;
+		}
+		if (r)
+			return usage_error("-- PROGRAM: %s", err);
+	}
+	if (!o.output_none && add_sink(kr_jsonl_event, &jsonl) != 0)
+		return EXIT_FATAL;
 	/* The outputs are in place before the start: a restored mirror reaches them first. */
 	r = kr_client_start(client, err, sizeof(err));
 	if (r != 0) {
@@ -1246,7 +1286,6 @@ int main(int argc, char **argv)
 		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
 	if (KR_WITH_LISTEN && o.serve.address) {
-		kr_client_hook_metrics(client, notify_on ? &notify : NULL, post_on ? &post : NULL);
 		r = kr_client_endpoint(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
 		if (r == KR_EIO && o.sidecar) {
 			/* As k8s-sidecar's health thread: a port taken (two sidecars in one pod) is
@@ -1283,9 +1322,8 @@ int main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 	restored_warnings();
-	kr_client_stop(client);                /* closes the endpoint, writes the last snapshot */
-	if (KR_WITH_DIR && o.dir.path)
-		kr_dirsink_close(&dirsink);    /* the last batch of files in place */
+	/* Closes the endpoint, writes the last snapshot, puts the last batch of files in place. */
+	kr_client_stop(client);
 	if (!o.output_none)
 		kr_jsonl_flush(&jsonl);
 	if (o.once) {
@@ -1293,11 +1331,11 @@ int main(int argc, char **argv)
 		r = once_failed ? EXIT_FATAL : kr_client_ready(client) <= 0 ? 0
 		    : partial_mirror() ? EXIT_FATAL : run_hooks_once();
 		if (KR_WITH_DIR && o.dir.path)
-			once_refused_line(&dirsink, o.sidecar ? "FOLDER" : "--dir");
+			once_refused_line(o.sidecar ? "FOLDER" : "--dir");
 		return r;
 	}
-	if (sup_on && sup.state == KR_SUP_ENDED)
-		return sup.start_error == KR_ENOENT ? EXIT_NOT_FOUND
-		       : sup.start_error ? EXIT_CANNOT_RUN : sup.code;
+	if (kr_client_program_status(client, &ps) == 0 && ps.ended)
+		return ps.start_error == KR_ENOENT ? EXIT_NOT_FOUND
+		       : ps.start_error ? EXIT_CANNOT_RUN : ps.code;
 	return once_failed ? EXIT_FATAL : 0;
 }

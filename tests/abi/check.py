@@ -24,7 +24,8 @@ HEADER = os.path.join(ROOT, "src", "kreflect.h")
 MAP = os.path.join(ROOT, "config", "libkreflect.map")
 BASE = "kreflect-1.0"
 # Structs the library may lengthen at the end (kreflect.h "ABI"); the rest are frozen.
-GROWABLE = {"kr_config", "kr_status", "kr_event", "kr_state_change", "kr_object"}
+GROWABLE = {"kr_config", "kr_status", "kr_event", "kr_state_change", "kr_object",
+            "kr_endpoint_config", "kr_dir_config", "kr_hooks_config", "kr_program_config"}
 TARGETS = {
     "x86_64": ("x86_64-linux-musl-gcc", []),
     "aarch64": ("aarch64-linux-musl-gcc", ["qemu-aarch64"]),

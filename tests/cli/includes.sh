@@ -30,18 +30,16 @@ cd "$(dirname "$0")/../.." || exit 1
 ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 
 # Still needed, and for what (each goes when a public call replaces its use):
-#  client.h     kr_client_loop (signals, --once's wait for the hooks, the --dir
-#               flush before poll), kr_client_resource (k8s-sidecar's --dir scopes),
-#               kr_client_hook_metrics (the hooks' counters on /metrics)
+#  client.h     kr_client_loop (signals, --once's wait for the hooks, the JSON
+#               lines' flush before poll), kr_client_resource (k8s-sidecar's --dir scopes)
 #  loop.h       signals on the client's loop, and --once's wait for the hooks
-#               after the sync (kr_loop_once: the hooks' part)
-#  sink_dir.h notify.h http_post.h supervise.h
-#               the --dir sink, --exec/--signal, --http-post and -- PROGRAM
+#               after the sync (kr_loop_once)
 #  sink.h       the JSON-lines output
 #  sidecar_env.h  k8s-sidecar's environment variables: the CLI's own part (it fills
-#               what flags would), to join ALLOWED once it speaks only kreflect.h's
-#               structs (the --dir sink's and the hooks' configurations)
-LEFT="client.h loop.h sink_dir.h notify.h http_post.h supervise.h sink.h sidecar_env.h"
+#               what flags would), read into the sinks' own structs, which main.c
+#               copies into a kr_dir_config and a kr_hooks_config; to join ALLOWED
+#               once it fills those directly
+LEFT="client.h loop.h sink.h sidecar_env.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
 if [ -z "$included" ]; then

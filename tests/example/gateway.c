@@ -5,9 +5,12 @@
  * it with kr_object_field and applied when they change.
  *
  *   gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH [--host-port N]...
+ *           [--files DIR]
  *
  * --host-port: a TCP port the firmware itself connects to (its MQTT broker,
  * say), up to four: the sandbox allows them beside the API server's.
+ * --files: the ConfigMap's keys also as files in DIR, for the firmware's
+ * other programs (kr_client_dir, in memory of its own).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +36,7 @@ static struct settings now = { "info", 60, 1, "" };
 static volatile sig_atomic_t stopping;
 static int wake[2] = { -1, -1 };       /* self-pipe: a signal wakes poll() */
 static char mem[16u << 20] __attribute__((aligned(16)));
+static char files_mem[4u << 20] __attribute__((aligned(16)));
 
 static void on_term(int sig)
 {
@@ -110,7 +114,9 @@ static int listen_unix(const char *path)
 
 int main(int argc, char **argv)
 {
-	const char *kubeconfig = NULL, *ns = NULL, *name = NULL, *sock = NULL;
+	const char *kubeconfig = NULL, *ns = NULL, *name = NULL, *sock = NULL, *files = NULL;
+	struct kr_dir_config dc;
+	struct kr_dir_stats ds;
 	struct kr_client_fd kfd[KR_CLIENT_MAX_FDS];
 	struct pollfd pfd[KR_CLIENT_MAX_FDS + 2];
 	struct kr_resource_spec spec = { 0 };
@@ -130,6 +136,8 @@ int main(int argc, char **argv)
 			name = argv[i + 1];
 		else if (!strcmp(argv[i], "--socket"))
 			sock = argv[i + 1];
+		else if (!strcmp(argv[i], "--files"))
+			files = argv[i + 1];
 		else if (!strcmp(argv[i], "--host-port") && nports < 4 && atoi(argv[i + 1]) > 0 &&
 			 atoi(argv[i + 1]) < 65536)
 			ports[nports++] = (uint16_t)atoi(argv[i + 1]);
@@ -140,7 +148,7 @@ int main(int argc, char **argv)
 	}
 	if (!kubeconfig || !ns || !name || !sock) {
 		fprintf(stderr, "usage: gateway --kubeconfig PATH --namespace NS --name CONFIGMAP --socket PATH "
-			"[--host-port N]...\n");
+			"[--host-port N]... [--files DIR]\n");
 		return 2;
 	}
 	if (pipe(wake) != 0 || fcntl(wake[1], F_SETFL, O_NONBLOCK) != 0)
@@ -155,9 +163,14 @@ int main(int argc, char **argv)
 	spec.name = "configmaps";
 	spec.ns = ns;
 	spec.field_selector = sel;
+	kr_dir_config_init(&dc);
+	dc.path = files;
 	if (kr_client_memory(&cfg) > sizeof(mem) ||
 	    kr_client_init(&c, mem, sizeof(mem), &cfg, err, sizeof(err)) != 0 ||
-	    kr_client_add(c, &spec, err, sizeof(err)) < 0 || kr_client_on_event(c, on_change, NULL) != 0 ||
+	    kr_client_add(c, &spec, err, sizeof(err)) < 0 ||
+	    (files && kr_dir_memory(&dc) > sizeof(files_mem)) ||
+	    (files && kr_client_dir(c, files_mem, sizeof(files_mem), &dc, err, sizeof(err)) != 0) ||
+	    kr_client_on_event(c, on_change, NULL) != 0 ||
 	    kr_client_on_state(c, on_state, NULL) != 0 || kr_client_start(c, err, sizeof(err)) != 0) {
 		fprintf(stderr, "gateway: unable to start kreflect: %s\n", err);
 		return 1;
@@ -174,6 +187,7 @@ int main(int argc, char **argv)
 	else
 		snprintf(sockdir, sizeof(sockdir), ".");
 	sb.write_dirs[0] = sockdir;    /* the socket is removed at the end */
+	sb.write_dirs[1] = files;      /* NULL ends the list */
 	memcpy(sb.tcp_ports, ports, sizeof(ports));
 	sb.uid = sb.gid = -1;
 	if (kr_client_sandbox(c, &sb, err, sizeof(err)) != 0) {
@@ -219,7 +233,10 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	kr_client_stop(c);
+	kr_client_stop(c);                     /* the last files in place */
+	if (files && kr_client_dir_stats(c, &ds) == 0)
+		printf("files %zu written %llu removed %llu errors %llu\n", ds.files, ds.written, ds.removed,
+		       ds.errors);
 	close(lfd);
 	unlink(sock);
 	return 0;

@@ -12,6 +12,7 @@ The last line is "N passed, N failed".
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -75,6 +76,8 @@ def main():
     art = os.path.join(ROOT, "build", "test", "example-" + target)
     os.makedirs(art, exist_ok=True)
     sock = os.path.join(art, "gateway.sock")
+    files = os.path.join(art, "files")
+    shutil.rmtree(files, ignore_errors=True)
     os.makedirs(os.path.join(art, "server"), exist_ok=True)
     srv = ServerProcess(args=["--bookmark-interval", "2"], workdir=os.path.join(art, "server"))
     ctl = srv.control
@@ -89,7 +92,8 @@ def main():
                                                        # Every port slot of kr_sandbox_opts taken: the
                                                        # API server's must still be allowed (rewatch).
                                                        "--host-port", "1883", "--host-port", "8883",
-                                                       "--host-port", "6514", "--host-port", "9091"],
+                                                       "--host-port", "6514", "--host-port", "9091",
+                                                       "--files", files],
                               stdout=out, stderr=err)
 
         def answer():
@@ -152,6 +156,17 @@ def main():
         got = wait_for(lambda: answer() == want, 30 * slow)
         (ok if got is True else bad)("after the faults the socket answers the final values: %r (want %r)"
                                      % (answer(), want))
+        # The same values as files (kr_client_dir), the look-alike's never.
+        want_files = {"log-level": "debug", "interval": "5", "enabled": "false"}
+
+        def read_files():
+            try:
+                return {k: open(os.path.join(files, k)).read() for k in sorted(os.listdir(files))
+                        if not k.startswith(".")}
+            except OSError:
+                return None
+        got = wait_for(lambda: read_files() == want_files, 10 * slow)
+        (ok if got is True else bad)("the files hold the final values: %r" % read_files())
         applied = lines_of(out, "applied ")
         # The gateway prints a line only when the settings change. The update
         # with the bad level already carries the final interval and enabled
@@ -184,6 +199,11 @@ def main():
         except subprocess.TimeoutExpired:
             rc = None
         (ok if rc == 0 else bad)("SIGTERM: the gateway exits 0 (%s)" % rc)
+        counts = lines_of(out, "files ")
+        if counts and counts[-1].startswith("files 3 ") and counts[-1].endswith(" errors 0"):
+            ok("kr_client_dir_stats after the stop: %s" % counts[-1])
+        else:
+            bad("kr_client_dir_stats line %r, want 'files 3 ... errors 0'" % counts)
     finally:
         if gw and gw.poll() is None:
             gw.kill()

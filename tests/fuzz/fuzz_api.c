@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kreflect.h"
 #include "kreflect_config.h"
@@ -24,6 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char mem[2u << 20] __attribute__((aligned(16)));
 static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
+static char dir_mem[4u << 20] __attribute__((aligned(16)));
+static char hooks_mem[2][128u << 10] __attribute__((aligned(16)));
+static char program_mem[4u << 10] __attribute__((aligned(16)));
+static char dir_root[] = "/tmp/kreflect-fuzz-api-XXXXXX";   /* made once; holds the manifest only */
 
 enum { NONE, INIT, STARTED, STOPPED };
 
@@ -32,6 +37,9 @@ static struct {
 	int state;
 	int in_cb;                     /* the fuzz input's nested calls run from here */
 	int discovery;                 /* a name left for discovery was added: start may fail */
+	int dir;                       /* the client has its directory sink */
+	int notify, post;              /* the client has the command or signal, the POST */
+	int program;                   /* the client supervises a program */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -184,6 +192,165 @@ static void timer(uint8_t arg)
 		fail("kr_client_timer's error", r);
 }
 
+/*
+ * kr_client_dir with a directory, one that cannot be made, none, a mode out
+ * of range, an unmade, too short or too long struct, in any state; the sink
+ * is set up only before start, outside a callback, once (or finds no callback
+ * left); then kr_client_dir_stats, which answers wherever there is a sink.
+ * No event reaches it (the server refuses): its root holds the manifest only.
+ */
+static void remove_dir_root(void)
+{
+	char manifest[sizeof(dir_root) + 32];
+
+	snprintf(manifest, sizeof(manifest), "%s/.kreflect-manifest", dir_root);
+	unlink(manifest);
+	rmdir(dir_root);
+}
+
+static void dir_sink(uint8_t arg)
+{
+	struct kr_dir_config dc[2];
+	struct kr_dir_stats st;
+	char err[128];
+	int r, good;
+
+	if (dir_root[sizeof(dir_root) - 2] == 'X') {
+		if (!mkdtemp(dir_root))
+			fail("mkdtemp", -100);
+		atexit(remove_dir_root);
+	}
+	memset(dc, 0, sizeof(dc));
+	kr_dir_config_init_size(&dc[0], arg & 64 ? sizeof(dc) : sizeof(dc[0]));
+	dc[0].path = arg & 1 ? dir_root : arg & 2 ? "/proc/kreflect-fuzz/out" : NULL;
+	dc[0].layout = (enum kr_dir_layout)((arg >> 2) & 1);
+	dc[0].sync = (enum kr_dir_sync)((arg >> 3) & 1);
+	dc[0].file_mode = arg & 16 ? 01000 : 0;
+	dc[0].sweep_by_scope = 1;
+	if (arg & 32)
+		dc[0].struct_size = arg & 128 ? 0 : sizeof(dc[0]) - sizeof(int);
+	else if (arg & 128)
+		((unsigned char *)dc)[sizeof(dc[0]) + 1] = 1;   /* a field this library lacks (64: in the size) */
+	good = (arg & 1) && !(arg & 16) && !(arg & 32) && !((arg & 64) && (arg & 128));
+	if ((kr_dir_memory(&dc[0]) == 0) != ((arg & 32) || ((arg & 64) && (arg & 128))) ||
+	    kr_dir_memory(&dc[0]) > sizeof(dir_mem))
+		fail("kr_dir_memory", (int)kr_dir_memory(&dc[0]));
+	r = kr_client_dir(f.c, dir_mem, sizeof(dir_mem), &dc[0], err, sizeof(err));
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || f.dir))
+		fail("kr_client_dir that must fail", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_EIO &&
+				    r != KR_ENOTSUP)))
+		fail("kr_client_dir's error", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !f.dir)
+		fail("kr_client_dir of a good configuration", r);
+	if (r == 0)
+		f.dir = 1;
+	r = kr_client_dir_stats(f.c, arg & 4 ? &st : NULL);
+	if (r != (!f.c || !(arg & 4) ? KR_EINVAL : f.dir ? 0 : KR_ESTATE) || (r == 0 && st.files != 0))
+		fail("kr_client_dir_stats", r);
+}
+
+/*
+ * kr_client_hooks with a command (or one that cannot be split), a signal, a
+ * POST (or a URL that is not one), none, a negative window, an unmade or too
+ * long struct, in any state: each kind is added only before start, outside a
+ * callback, once (or finds no callback left); then the counts, a flush (not
+ * from a callback) and a child that is none of ours. No hook ever fires: the
+ * server refuses, nothing syncs.
+ */
+static void hooks(uint8_t arg)
+{
+	struct kr_hooks_config hc[2];
+	struct kr_hooks_stats st;
+	char err[128];
+	int r, made, good, post = (arg >> 2) & 1, cmd = arg & 3;
+
+	memset(hc, 0, sizeof(hc));
+	kr_hooks_config_init_size(&hc[0], arg & 64 ? sizeof(hc) : sizeof(hc[0]));
+	hc[0].exec = cmd == 1 ? "/bin/true a" : cmd == 2 ? "/bin/true 'open" : NULL;
+	hc[0].signal = cmd == 3 ? 10 : 0;
+	hc[0].signal_pid = 1;
+	hc[0].http_post = post ? (arg & 8 ? "http://127.0.0.1:9/h" : "ftp://x") : NULL;
+	hc[0].debounce_ms = arg & 16 ? -1 : 0;
+	if (arg & 32)
+		hc[0].struct_size = arg & 128 ? 0 : sizeof(hc[0]) - sizeof(int);
+	else if (arg & 128)
+		((unsigned char *)hc)[sizeof(hc[0]) + 1] = 1;   /* a field this library lacks (64: in the size) */
+	/* Made right (not too short, no unknown field, a window that is not negative), naming a hook. */
+	made = (arg & 48) == 0 && !((arg & 64) && (arg & 128));
+	good = made && (cmd || post) && cmd != 2 && (!post || (arg & 8));
+	if (kr_hooks_memory(&hc[0]) > sizeof(hooks_mem[0]) ||
+	    (kr_hooks_memory(&hc[0]) != 0) != (made && (cmd || post)))
+		fail("kr_hooks_memory", (int)kr_hooks_memory(&hc[0]));
+	r = kr_client_hooks(f.c, hooks_mem[post], sizeof(hooks_mem[0]), &hc[0], err, sizeof(err));
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || (cmd && f.notify) || (post && f.post)))
+		fail("kr_client_hooks that must fail", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !(cmd && f.notify) && !(post && f.post))
+		fail("kr_client_hooks of a good configuration", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_ENOTSUP)))
+		fail("kr_client_hooks' error", r);
+	if (r == 0) {
+		f.notify |= cmd != 0;
+		f.post |= post;
+	}
+	r = kr_client_hooks_stats(f.c, arg & 8 ? &st : NULL);
+	if (r != (!f.c || !(arg & 8) ? KR_EINVAL : 0) ||
+	    (r == 0 && ((st.post_url != NULL) != f.post || (st.command && !f.notify) || st.command_pid ||
+			st.runs || st.delivered)))
+		fail("kr_client_hooks_stats", r);
+	r = kr_client_hooks_flush(f.c);
+	if (r != (!f.c ? KR_EINVAL : f.in_cb ? KR_ESTATE : 0))
+		fail("kr_client_hooks_flush", r);
+	r = kr_client_child_exited(f.c, 1 + arg, 0);
+	if (r != (f.c ? 0 : KR_EINVAL))
+		fail("kr_client_child_exited", r);
+}
+
+/*
+ * kr_client_program with a program, none, an empty word, a negative time, an
+ * unmade or too long struct, in any state: added only before start, outside
+ * a callback, once (or no callback left); then its state (never started: the
+ * server refuses, nothing syncs), a signal it never takes, a child not its.
+ */
+static void program(uint8_t arg)
+{
+	static const char *const prog[] = { "/bin/true", NULL };
+	static const char *const empty[] = { "", NULL };
+	struct kr_program_config pc[2];
+	struct kr_program_status st;
+	char err[128];
+	int r, made, good;
+
+	memset(pc, 0, sizeof(pc));
+	kr_program_config_init_size(&pc[0], arg & 64 ? sizeof(pc) : sizeof(pc[0]));
+	pc[0].argv = arg & 1 ? prog : arg & 2 ? empty : NULL;
+	pc[0].grace_ms = arg & 4 ? -1 : 0;
+	pc[0].restart = (arg >> 3) & 1;
+	if (arg & 32)
+		pc[0].struct_size = arg & 128 ? 0 : sizeof(pc[0]) - sizeof(void *);
+	else if (arg & 128)
+		((unsigned char *)pc)[sizeof(pc[0]) + 1] = 1;   /* a field this library lacks (64: in the size) */
+	made = !(arg & 32) && !((arg & 64) && (arg & 128));
+	good = made && (arg & 1) && !(arg & 4);
+	if ((kr_program_memory(&pc[0]) != 0) != made || kr_program_memory(&pc[0]) > sizeof(program_mem))
+		fail("kr_program_memory", (int)kr_program_memory(&pc[0]));
+	r = kr_client_program(f.c, program_mem, sizeof(program_mem), &pc[0], err, sizeof(err));
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || f.program))
+		fail("kr_client_program that must fail", r);
+	if (r != 0 && (!err[0] || (r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC && r != KR_ENOTSUP)))
+		fail("kr_client_program's error", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !f.program)
+		fail("kr_client_program of a good configuration", r);
+	f.program |= r == 0;
+	r = kr_client_program_status(f.c, arg & 16 ? &st : NULL);
+	if (r != (!f.c || !(arg & 16) ? KR_EINVAL : f.program ? 0 : KR_ESTATE) ||
+	    (r == 0 && (st.pid || st.ended || st.starts)))
+		fail("kr_client_program_status", r);
+	if (kr_client_program_signal(f.c, 15) != (f.c ? 0 : KR_EINVAL) ||
+	    kr_client_child_exited(f.c, 1 + arg, 0) != (f.c ? 0 : KR_EINVAL))
+		fail("kr_client_program_signal or kr_client_child_exited", arg);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -194,7 +361,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 20) {
+	switch (op % 23) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -220,6 +387,8 @@ static void step(uint8_t op, uint8_t arg)
 			f.state = NONE;
 		}
 		f.discovery = 0;
+		f.dir = 0;
+		f.notify = f.post = f.program = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -367,6 +536,15 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 19:                           /* a host timer (1.1), fired by run and process */
 		timer(arg);
+		return;
+	case 20:                           /* the directory sink (1.1): any state, any struct, its counts */
+		dir_sink(arg);
+		return;
+	case 21:                           /* the hooks (1.1): any state, any struct, counts, flush, a child */
+		hooks(arg);
+		return;
+	case 22:                           /* the supervised program (1.1): any state, any struct, its state */
+		program(arg);
 		return;
 	}
 }
