@@ -87,16 +87,16 @@
 extern "C" {
 #endif
 
-#define KR_VERSION "1.0.0"
+#define KR_VERSION "1.1.0"
 #define KR_VERSION_MAJOR 1
-#define KR_VERSION_MINOR 0
+#define KR_VERSION_MINOR 1
 #define KR_VERSION_PATCH 0
 /* 0xMMmmpp: compare at compile time (#if KR_VERSION_NUM >= 0x010100). */
 #define KR_VERSION_NUM ((KR_VERSION_MAJOR << 16) | (KR_VERSION_MINOR << 8) | KR_VERSION_PATCH)
 
 /*
  * The version of the library the program runs with (which may be newer than
- * the header it was built with): the string ("1.0.0"), and in *num, if not
+ * the header it was built with): the string ("1.1.0"), and in *num, if not
  * NULL, its KR_VERSION_NUM.
  */
 const char *kr_version(int *num);

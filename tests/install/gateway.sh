@@ -222,7 +222,9 @@ fi
 # steps in order: extract hooks, build, staging, target, the systemd unit.
 br=$work/buildroot
 mkdir -p "$br/staging" "$br/target"
-src_copy "$br/kreflect-v0.2.0"
+# The source directory Buildroot names after the recipe's version.
+BR_VERSION=$(sed -n 's/^KREFLECT_VERSION = v//p' config/examples/buildroot/kreflect/kreflect.mk)
+src_copy "$br/kreflect-v$BR_VERSION"
 cat >"$br/harness.mk" <<EOF
 BR2_arm:=y
 BR2_ARM_CPU_ARMV7A:=y
@@ -235,8 +237,8 @@ TARGET_MAKE_ENV:=PATH=\$(PATH)
 TAR:=tar
 INSTALL:=install
 include $top/$ex/buildroot/kreflect/kreflect.mk
-harness: $br/kreflect-v0.2.0/.harness
-$br/kreflect-v0.2.0/.harness:
+harness: $br/kreflect-v$BR_VERSION/.harness
+$br/kreflect-v$BR_VERSION/.harness:
 	\$(\$(strip \$(KREFLECT_POST_EXTRACT_HOOKS)))
 	\$(KREFLECT_BUILD_CMDS)
 	\$(KREFLECT_INSTALL_STAGING_CMDS)

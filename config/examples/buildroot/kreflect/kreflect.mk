@@ -6,7 +6,7 @@
 
 # The repository and tag to build: set KREFLECT_SITE to where your kreflect
 # comes from (or KREFLECT_OVERRIDE_SRCDIR in local.mk to build a checkout).
-KREFLECT_VERSION = v0.2.0
+KREFLECT_VERSION = v1.1.0
 KREFLECT_SITE = https://git.example.org/kreflect.git
 KREFLECT_SITE_METHOD = git
 KREFLECT_INSTALL_STAGING = YES
