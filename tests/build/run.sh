@@ -21,9 +21,13 @@ cd "$(dirname "$0")/../.." || exit 1
 # segment ended 88 bytes below a page: its 1,012 bytes took the next 4 KiB (148,348).
 # The sandbox (Landlock, seccomp, --user: about 8 KB of code on x86_64) on top:
 # x86_64 480,448, aarch64 496,792, armv7 369,656.
+# Library 1.1 (the endpoint, the --dir sink, the hooks, -- PROGRAM, host timers and the
+# budget as calls; main.c's flag table) and the relay's 512 slots: x86_64 488,640,
+# aarch64 504,984, armv7 377,840, whose code segment crossed a page by 1,784 bytes (the
+# ceiling follows: +1 % of that); tiny 201,816, 197,688, 144,252.
 MAX_X86_64=${KR_MAX_BINARY_BYTES:-490100}
 MAX_AARCH64=506800
-MAX_ARMV7=377100
+MAX_ARMV7=381600
 MAX_X86_64_TINY=205900
 MAX_AARCH64_TINY=205900
 MAX_ARMV7_TINY=151400
