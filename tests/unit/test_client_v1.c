@@ -44,7 +44,7 @@ KR_TEST(client_v1, version_at_run_time_matches_the_header)
 	int n = 0;
 
 	check(strcmp(kr_version(NULL), KR_VERSION) == 0);
-	check(strcmp(kr_version(&n), "1.0.0") == 0 && n == KR_VERSION_NUM && n == 0x010000);
+	check(strcmp(kr_version(&n), "1.1.0") == 0 && n == KR_VERSION_NUM && n == 0x010100);
 	check(KR_READY_NOT_SYNCED == 0 && KR_READY_DEGRADED == 1 && KR_READY_OK == 2);
 	return 0;
 }
