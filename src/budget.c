@@ -2,6 +2,7 @@
 
 #include "client.h"
 #include "http_post.h"
+#include "json.h"
 #include "kreflect_config.h"
 #include "notify.h"
 #include "sidecar_env.h"
@@ -58,7 +59,8 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "dir-sink", (KR_WITH_DIR ? sizeof(struct kr_dirsink) : 0), 1,
 		  BUILT(KR_WITH_DIR, "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; "
 				     "RAM only if used") },
-		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) : 0), 0,
+		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) +
+				  KR_SIDECAR_PAYLOAD_TOKENS * sizeof(kr_json_tok) : 0), 0,
 		  BUILT(KR_WITH_SIDECAR, "--k8s-sidecar: resources, request payload and header read from "
 					 "the environment") },
 		{ "listen", KR_WITH_LISTEN ? KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS) : 0, 0,

@@ -924,30 +924,8 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	*nres = sidecar.nres;              /* added to the client from sidecar.res by make_client */
 	o->sidecar = 1;
 	o->output_none = 1;
-	o->dir.path = sidecar.dir.path;
-	o->dir.annotation = sidecar.dir.annotation;
-	o->dir.annotation_absolute = sidecar.dir.annotation_absolute;
-	o->dir.url_keys_refused = sidecar.dir.url_keys_refused;
-	o->dir.unique_names = sidecar.dir.unique_names;
-	o->dir.file_mode = sidecar.dir.file_mode;
-	o->dir.secret_mode = sidecar.dir.secret_mode;
-	/* A sweep removes only the files of what its own resource covers. */
-	o->dir.sweep_by_scope = 1;
-	o->hooks.exec = sidecar.script;
-	o->hooks.http_post = sidecar.req_url;
-	o->hooks.method = sidecar.post.method;
-	o->hooks.body = sidecar.post.body;
-	o->hooks.body_len = sidecar.post.body_len;
-	o->hooks.content_type = sidecar.post.content_type;
-	o->hooks.authorization = sidecar.post.authorization;
-	o->hooks.urllib3 = sidecar.post.urllib3;
-	o->hooks.retries = sidecar.post.retries;
-	o->hooks.connect_retries = sidecar.post.connect_retries;
-	o->hooks.read_retries = sidecar.post.read_retries;
-	o->hooks.backoff_factor_ms = sidecar.post.backoff_factor_ms;
-	o->hooks.retry_5xx = sidecar.post.retry_5xx;
-	o->hooks.timeout_ms = sidecar.post.timeout_ms;
-	o->hooks.skip_first = sidecar.post.skip_first;
+	o->dir = sidecar.dir;              /* FOLDER and the rest */
+	o->hooks = sidecar.hooks;          /* SCRIPT, REQ_URL and its request */
 	o->cfg.insecure_skip_tls_verify = sidecar.insecure;
 	o->once = sidecar.method == KR_SIDECAR_LIST;
 	o->log_level = sidecar.log_level;
@@ -1001,19 +979,12 @@ static int make_client(const struct options *o, int nres)
 	}
 	for (i = 0; i < nres; i++) {
 		struct kr_resource_spec spec;
-		const struct kr_resource *sr = &sidecar.res[i];
 
 		memset(&spec, 0, sizeof(spec));
-		if (o->sidecar) {
-			/* One entry per namespace and type, each with its own selectors. */
-			spec.name = sr->name;
-			spec.ns = sr->ns[0] ? sr->ns : NULL;
-			spec.all_namespaces = sr->all_namespaces;
-			spec.label_selector = sr->label_selector;
-			spec.field_selector = sr->field_selector[0] ? sr->field_selector : NULL;
-		} else {
+		if (o->sidecar)
+			spec = sidecar.res[i];     /* one per namespace and type, with its selectors */
+		else
 			spec.name = resource_args[i];
-		}
 		if (kr_client_add(client, &spec, err, sizeof(err)) < 0) {
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return EXIT_USAGE;

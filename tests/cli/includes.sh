@@ -27,7 +27,11 @@ cd "$(dirname "$0")/../.." || exit 1
 #  kreflect_config.h  the build's configuration (config/): the KR_WITH_* features and
 #                     capacities --version prints and the flags are checked against
 #  help.h usage_gz.h  the CLI's own --help, stored compressed (src/help.c, generated)
-ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
+#  sidecar_env.h      the CLI's own --k8s-sidecar: k8s-sidecar's environment read into
+#                     kreflect.h's resource specs, kr_dir_config and kr_hooks_config,
+#                     the structs the flags fill (src/sidecar_env.c); it includes only
+#                     kreflect.h and kreflect_config.h
+ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h sidecar_env.h"
 
 # Still needed, and for what (each goes when a public call replaces its use):
 #  client.h     kr_client_loop (signals, --once's wait for the hooks, the JSON
@@ -35,11 +39,7 @@ ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h"
 #  loop.h       signals on the client's loop, and --once's wait for the hooks
 #               after the sync (kr_loop_once)
 #  sink.h       the JSON-lines output
-#  sidecar_env.h  k8s-sidecar's environment variables: the CLI's own part (it fills
-#               what flags would), read into the sinks' own structs, which main.c
-#               copies into a kr_dir_config and a kr_hooks_config; to join ALLOWED
-#               once it fills those directly
-LEFT="client.h loop.h sink.h sidecar_env.h"
+LEFT="client.h loop.h sink.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
 if [ -z "$included" ]; then
