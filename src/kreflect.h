@@ -589,6 +589,26 @@ int kr_client_endpoint_where(struct kr_client *c, char *where, size_t len, int *
 /* --- the directory sink ---------------------------------------------------------- */
 
 /*
+ * Since 1.1: kreflect's own output (the CLI's -o jsonl), every event as one
+ * line on fd: {"type":"ADDED","object":{...}} for an object (MODIFIED,
+ * DELETED, RESYNC alike), {"type":"SYNCED","resource":"...",
+ * "resourceVersion":"...","count":N,"state":"live"} (",\"partial\":true"
+ * before "state" when the mirror lacks objects; "restored" for a restored
+ * one). Lines are gathered in mem and written when it is full, before the
+ * client's loop sleeps (ahead of the directory sink's batch, whenever each
+ * was added) and at every kr_client_stop; fd is not closed. A write that
+ * fails (a closed pipe) is logged once and ends the output; the client goes
+ * on. Once, before kr_client_start, from mem[0..len) (16-byte aligned,
+ * kr_jsonl_memory() bytes: the build's line buffer, kept until the client
+ * stops); one of the 8 event callbacks, after the ones added before it.
+ * Returns 0, KR_EINVAL (no client, no or misaligned memory, fd < 0),
+ * KR_ESTATE (started, from a callback, or an output already), KR_ENOSPC (len
+ * too small, no callback left).
+ */
+size_t kr_jsonl_memory(void);
+int kr_client_jsonl(struct kr_client *c, void *mem, size_t len, int fd);
+
+/*
  * Since 1.1: the objects as files under one root directory (the CLI's --dir),
  * for programs that read files rather than speak to the API. ConfigMaps and
  * Secrets become one file per data key (`data` as text, `binaryData` and a

@@ -19,7 +19,6 @@
 #include "loop.h"
 #include "port.h"
 #include "sidecar_env.h"
-#include "sink.h"
 
 #define EXIT_FATAL 1
 #define EXIT_USAGE 2
@@ -29,7 +28,6 @@
 /* The client lives in memory reserved once at start-up (--print-budget). */
 static struct kr_client *client;
 static struct kr_loop *loop;
-static struct kr_jsonl jsonl;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
 static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
@@ -365,15 +363,6 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 #define MAIN_SINKS 6
 _Static_assert(KR_CLIENT_MAX_CALLBACKS >= MAIN_SINKS, "every output main can add needs a callback slot");
 
-/* Adds an output; a full table would drop events silently, so it is fatal. */
-static int add_sink(void (*event)(void *arg, const struct kr_event *ev), void *arg)
-{
-	if (kr_client_on_event(client, event, arg) == 0)
-		return 0;
-	kr_dprintf(2, "kreflect: too many outputs for KR_CLIENT_MAX_CALLBACKS (%d)\n", KR_CLIENT_MAX_CALLBACKS);
-	return -1;
-}
-
 /* need bytes reserved now, once (--print-budget); NULL, said on stderr, if the system refuses. */
 static void *reserve(size_t need)
 {
@@ -383,6 +372,20 @@ static void *reserve(size_t need)
 		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
 			   kr_port_last_error());
 	return mem;
+}
+
+/* -o jsonl on stdout; a full callback table would drop events silently, so it is fatal. */
+static int add_jsonl(void)
+{
+	size_t need = kr_jsonl_memory();
+	void *mem = reserve(need);
+
+	if (!mem)
+		return -1;
+	if (kr_client_jsonl(client, mem, need, 1) == 0)
+		return 0;
+	kr_dprintf(2, "kreflect: too many outputs for KR_CLIENT_MAX_CALLBACKS (%d)\n", KR_CLIENT_MAX_CALLBACKS);
+	return -1;
 }
 
 /* The hooks h names, in memory reserved now. Returns 0 or an exit code. */
@@ -1188,11 +1191,6 @@ int main(int argc, char **argv)
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}
-	if (!o.output_none) {
-		/* Its lines written before the files' batch is put in place, as they come. */
-		kr_jsonl_init(&jsonl, 1);
-		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
-	}
 	if (KR_WITH_DIR && o.dir.path) {
 		size_t need = kr_dir_memory(&o.dir);
 		void *mem = reserve(need);
@@ -1247,7 +1245,8 @@ int main(int argc, char **argv)
 		if (r)
 			return usage_error("-- PROGRAM: %s", err);
 	}
-	if (!o.output_none && add_sink(kr_jsonl_event, &jsonl) != 0)
+	/* Its lines written before the files' batch is put in place, as they come. */
+	if (!o.output_none && add_jsonl() != 0)
 		return EXIT_FATAL;
 	/* The outputs are in place before the start: a restored mirror reaches them first. */
 	r = kr_client_start(client, err, sizeof(err));
@@ -1293,10 +1292,9 @@ int main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 	restored_warnings();
-	/* Closes the endpoint, writes the last snapshot, puts the last batch of files in place. */
+	/* Closes the endpoint, writes the last snapshot, puts the last batch of files in place,
+	 * writes the last JSON lines. */
 	kr_client_stop(client);
-	if (!o.output_none)
-		kr_jsonl_flush(&jsonl);
 	if (o.once) {
 		/* Not ready and not failed: a signal stopped it, a clean stop. */
 		r = once_failed ? EXIT_FATAL : kr_client_ready(client) <= 0 ? 0

@@ -34,12 +34,10 @@ cd "$(dirname "$0")/../.." || exit 1
 ALLOWED="kreflect.h port.h fmt.h kreflect_config.h help.h usage_gz.h sidecar_env.h"
 
 # Still needed, and for what (each goes when a public call replaces its use):
-#  client.h     kr_client_loop (signals, --once's wait for the hooks, the JSON
-#               lines' flush before poll), kr_client_resource (k8s-sidecar's --dir scopes)
+#  client.h     kr_client_loop (signals, --once's wait for the hooks)
 #  loop.h       signals on the client's loop, and --once's wait for the hooks
 #               after the sync (kr_loop_once)
-#  sink.h       the JSON-lines output
-LEFT="client.h loop.h sink.h"
+LEFT="client.h loop.h"
 
 included=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' src/main.c)
 if [ -z "$included" ]; then

@@ -11,6 +11,7 @@
  *
  * Input: a sequence of (opcode, argument) byte pairs.
  */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
 static char dir_mem[4u << 20] __attribute__((aligned(16)));
 static char hooks_mem[2][128u << 10] __attribute__((aligned(16)));
 static char program_mem[4u << 10] __attribute__((aligned(16)));
+static char jsonl_mem[64u << 10] __attribute__((aligned(16)));
 static char dir_root[] = "/tmp/kreflect-fuzz-api-XXXXXX";   /* made once; holds the manifest only */
 
 enum { NONE, INIT, STARTED, STOPPED };
@@ -40,6 +42,7 @@ static struct {
 	int dir;                       /* the client has its directory sink */
 	int notify, post;              /* the client has the command or signal, the POST */
 	int program;                   /* the client supervises a program */
+	int jsonl;                     /* the client writes JSON lines */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -351,6 +354,37 @@ static void program(uint8_t arg)
 		fail("kr_client_program_signal or kr_client_child_exited", arg);
 }
 
+/*
+ * kr_client_jsonl to /dev/null or fd -1, with memory enough, one byte short,
+ * misaligned or none, in any state: set up only before start, outside a
+ * callback, once (or no callback left). No event reaches it (the server
+ * refuses); kr_client_stop flushes nothing.
+ */
+static void jsonl(uint8_t arg)
+{
+	static int null_fd = -2;
+	size_t need = kr_jsonl_memory();
+	char *m = arg & 2 ? NULL : arg & 4 ? jsonl_mem + 8 : jsonl_mem;
+	int fd, r, good;
+
+	if (null_fd == -2)
+		null_fd = open("/dev/null", O_WRONLY);
+	if (null_fd < 0 || need == 0 || need > sizeof(jsonl_mem))
+		fail("kr_jsonl_memory or /dev/null", (int)need);
+	fd = arg & 1 ? -1 : null_fd;
+	good = !(arg & 7) && !(arg & 8);
+	r = kr_client_jsonl(f.c, m, arg & 8 ? need - 1 : need, fd);
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || f.jsonl))
+		fail("kr_client_jsonl that must fail", r);
+	if (r != 0 && r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC)
+		fail("kr_client_jsonl's error", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !f.jsonl)
+		fail("kr_client_jsonl of a good configuration", r);
+	if (!f.c && r != KR_EINVAL)
+		fail("kr_client_jsonl(NULL)", r);
+	f.jsonl |= r == 0;
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -361,7 +395,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 23) {
+	switch (op % 24) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -388,7 +422,7 @@ static void step(uint8_t op, uint8_t arg)
 		}
 		f.discovery = 0;
 		f.dir = 0;
-		f.notify = f.post = f.program = 0;
+		f.notify = f.post = f.program = f.jsonl = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -545,6 +579,9 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 22:                           /* the supervised program (1.1): any state, any struct, its state */
 		program(arg);
+		return;
+	case 23:                           /* the JSON lines (1.1): any state, any memory, any fd */
+		jsonl(arg);
 		return;
 	}
 }

@@ -393,6 +393,44 @@ KR_TEST(client, the_directory_sink_needs_a_callback_and_no_start)
 	return 0;
 }
 
+/* kr_client_jsonl (1.1): every misuse, the memory bound exactly, once, before start, a callback. */
+KR_TEST(client, the_json_lines_before_start)
+{
+	struct kr_client *c = new_client();
+	size_t need = kr_jsonl_memory();
+	int p[2], i;
+	char byte;
+
+	check(c != NULL);
+	check(need >= KR_JSONL_BUFFER_BYTES && need % 16 == 0 && need <= sizeof(dir_mem));
+	check(pipe(p) == 0);
+	check(kr_client_jsonl(NULL, dir_mem, need, p[1]) == KR_EINVAL);
+	check(kr_client_jsonl(c, NULL, need, p[1]) == KR_EINVAL);
+	check(kr_client_jsonl(c, dir_mem + 8, need, p[1]) == KR_EINVAL);   /* not 16-byte aligned */
+	check(kr_client_jsonl(c, dir_mem, need, -1) == KR_EINVAL);
+	check(kr_client_jsonl(c, dir_mem, need - 1, p[1]) == KR_ENOSPC);   /* one byte short */
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == 0);               /* exactly enough */
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ESTATE);       /* once */
+	check(kr_client_stop(c) == 0);                                     /* nothing gathered: no write */
+	check(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0 && read(p[0], &byte, 1) < 0);
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ESTATE);       /* stopped */
+
+	c = new_client();                                                  /* every callback taken */
+	check(c != NULL);
+	for (i = 0; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ENOSPC);
+	c = new_client();                                                  /* started */
+	check(c != NULL);
+	check(kr_client_add_resource(c, "configmaps", NULL, 0) == 0);
+	check(kr_client_start(c, NULL, 0) == 0);
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ESTATE);
+	check(kr_client_stop(c) == 0);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
 /* kr_client_hooks (1.1): the sized configuration, every misuse in words, each kind once, the counts. */
 KR_TEST(client, the_hooks_before_start)
 {
