@@ -48,7 +48,7 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 			" bytes each (records 16+4 KiB, keys, a handshake),\n"
 			"                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
 			"                           RAM only if used") },
-		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },
+		{ "jsonl", sizeof(struct kr_jsonl), 1, "JSON-lines output buffer" },
 		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 1,
 		  BUILT(KR_WITH_HOOKS, "--exec/--signal: command words, changed keys") },
 		{ "http-post", (KR_WITH_HOOKS ? sizeof(struct kr_http_post) : 0), 1,
