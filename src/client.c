@@ -88,6 +88,8 @@ struct kr_client {
 	int ncb;
 	void (*state_fn)(void *arg, const struct kr_state_change *st);
 	void *state_arg;
+	void (*signal_fn)(void *arg, int sig);     /* kr_client_signals' */
+	void *signal_arg;
 
 	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
 	/* kr_serve_close through a pointer: a program that never listens links no endpoint. */
@@ -1011,6 +1013,25 @@ int kr_client_wakeup(struct kr_client *c)
 		return KR_ESTATE;
 	kr_port_wakeup_signal(fd);
 	return 0;
+}
+
+static void on_loop_signal(struct kr_loop *loop, int sig, void *arg)
+{
+	struct kr_client *c = arg;
+
+	(void)loop;
+	c->signal_fn(c->signal_arg, sig);
+}
+
+int kr_client_signals(struct kr_client *c, void (*fn)(void *arg, int sig), void *arg)
+{
+	if (!valid(c) || !fn)
+		return KR_EINVAL;
+	if (c->state == ST_STOPPED || c->loop.signals.fd >= 0)
+		return KR_ESTATE;
+	c->signal_fn = fn;
+	c->signal_arg = arg;
+	return kr_loop_signals(&c->loop, on_loop_signal, c) == 0 ? 0 : KR_EIO;
 }
 
 int kr_client_stop(struct kr_client *c)

@@ -12,11 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "fmt.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
-#include "loop.h"
 #include "port.h"
 #include "sidecar_env.h"
 
@@ -27,7 +25,6 @@
 
 /* The client lives in memory reserved once at start-up (--print-budget). */
 static struct kr_client *client;
-static struct kr_loop *loop;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
 static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
@@ -335,7 +332,7 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-static void on_signal(struct kr_loop *l, int sig, void *arg)
+static void on_signal(void *arg, int sig)
 {
 	(void)arg;
 	if (sig == SIGCHLD) {
@@ -812,19 +809,17 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 static int run_hooks_once(void)
 {
 	struct kr_hooks_stats hs;
+	int r;
 
 	once_hooks = 1;
-	loop->stop = 0;
-	kr_client_hooks_flush(client);
-	while (KR_WITH_HOOKS && !loop->stop && kr_client_hooks_stats(client, &hs) == 0 &&
-	       (hs.command_pid || hs.post_busy))
-		if (kr_loop_once(loop, -1) < 0) {
-			kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
-			return EXIT_FATAL;
-		}
+	r = kr_client_hooks_wait(client);
+	if (r < 0) {
+		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
+		return EXIT_FATAL;
+	}
 	if (once_failed)
 		return EXIT_FATAL;
-	if (loop->stop)
+	if (r == 1)
 		return 0;      /* SIGTERM while the hooks ran: a clean stop */
 	kr_client_hooks_stats(client, &hs);
 	if (KR_WITH_HOOKS && hs.failures) {
@@ -993,7 +988,6 @@ static int make_client(const struct options *o, int nres)
 			return EXIT_USAGE;
 		}
 	}
-	loop = kr_client_loop(client);
 	return 0;
 }
 
@@ -1187,7 +1181,7 @@ int main(int argc, char **argv)
 	for (i = 0; o.sidecar && i < (size_t)sidecar.nnotes; i++)
 		kr_log(KR_LOG_INFO, "%s", sidecar.notes[i]);
 	nres = kr_client_resources(client);
-	if (kr_loop_signals(loop, on_signal, NULL) != 0) {
+	if (kr_client_signals(client, on_signal, NULL) != 0) {
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
 	}

@@ -16,10 +16,6 @@
 
 #define MAX_SECONDS 86400
 
-/* The header's sizes stand for the library's own, which it cannot include. */
-_Static_assert(KR_SIDECAR_SELECTOR_MAX == KR_SELECTOR_MAX, "a selector's size");
-_Static_assert(KR_SIDECAR_NS_MAX == KR_NAME_MAX, "a namespace's size");
-
 /* REQ_PAYLOAD's tokens while it is checked: scratch of one parse, not kept. */
 static kr_json_tok payload_toks[KR_SIDECAR_PAYLOAD_TOKENS];
 

@@ -27,8 +27,6 @@
 #define KR_SIDECAR_PAYLOAD_TOKENS 256  /* JSON tokens of a REQ_PAYLOAD object */
 #define KR_SIDECAR_CRED_MAX 256        /* REQ_USERNAME, REQ_PASSWORD bytes each */
 #define KR_SIDECAR_NAMESPACES 16       /* NAMESPACE entries */
-#define KR_SIDECAR_NS_MAX 64           /* a namespace, with its NUL */
-#define KR_SIDECAR_SELECTOR_MAX 512    /* a label or field selector, with its NUL */
 #define KR_SIDECAR_NOTES 6             /* start-up notes logged by the caller */
 #define KR_SIDECAR_DEFAULT_ANNOTATION "k8s-sidecar-target-directory"
 
@@ -54,9 +52,9 @@ struct kr_sidecar {
 	char notes[KR_SIDECAR_NOTES][200]; /* what the caller should log (info) at start */
 	int nnotes;
 	/* storage behind the pointers above */
-	char ns[KR_MAX_RESOURCES][KR_SIDECAR_NS_MAX];
-	char field_selector[KR_MAX_RESOURCES][KR_SIDECAR_SELECTOR_MAX];
-	char label_selector[KR_SIDECAR_SELECTOR_MAX];
+	char ns[KR_MAX_RESOURCES][KR_NAME_MAX];
+	char field_selector[KR_MAX_RESOURCES][KR_SELECTOR_MAX];
+	char label_selector[KR_SELECTOR_MAX];
 	char exec[1024];
 	char payload[KR_SIDECAR_PAYLOAD_MAX];
 	char authorization[16 + (2 * KR_SIDECAR_CRED_MAX + 3) / 3 * 4 + 4];

@@ -43,6 +43,7 @@ static struct {
 	int notify, post;              /* the client has the command or signal, the POST */
 	int program;                   /* the client supervises a program */
 	int jsonl;                     /* the client writes JSON lines */
+	int signals;                   /* the client takes the process's signals */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -385,6 +386,46 @@ static void jsonl(uint8_t arg)
 	f.jsonl |= r == 0;
 }
 
+static void on_fuzz_signal(void *arg, int sig)
+{
+	(void)arg;
+	(void)sig;
+}
+
+/*
+ * kr_client_signals with no function, no client, or for real: the real one
+ * once a process (each takes a descriptor that a dropped client keeps), then
+ * again on that client, which must refuse. kr_client_hooks_wait in any
+ * state: no hook ever fires, so it returns at once.
+ */
+static void signals_and_wait(uint8_t arg)
+{
+	static int taken;                  /* a client of this process took them */
+	int r;
+
+	if (arg & 1) {
+		int real = f.c && !(arg & 2);
+
+		if (real && taken && !f.signals && f.state != STOPPED)
+			return;            /* one descriptor a process: not called */
+		r = kr_client_signals(f.c, arg & 2 ? NULL : on_fuzz_signal, NULL);
+		if (!real)
+			expect("kr_client_signals(NULL)", r, KR_EINVAL, KR_EINVAL);
+		else if (f.signals || f.state == STOPPED)
+			expect("kr_client_signals again or stopped", r, KR_ESTATE, KR_ESTATE);
+		else if (r == 0)
+			taken = f.signals = 1;
+		else
+			expect("kr_client_signals", r, KR_EIO, KR_EIO);
+		return;
+	}
+	if (arg & 2)
+		return;
+	r = kr_client_hooks_wait(f.c);
+	expect("kr_client_hooks_wait", r, !f.c ? KR_EINVAL : f.in_cb ? KR_ESTATE : 0,
+	       !f.c ? KR_EINVAL : f.in_cb ? KR_ESTATE : 0);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -395,7 +436,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 24) {
+	switch (op % 25) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -422,7 +463,7 @@ static void step(uint8_t op, uint8_t arg)
 		}
 		f.discovery = 0;
 		f.dir = 0;
-		f.notify = f.post = f.program = f.jsonl = 0;
+		f.notify = f.post = f.program = f.jsonl = f.signals = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -582,6 +623,9 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 23:                           /* the JSON lines (1.1): any state, any memory, any fd */
 		jsonl(arg);
+		return;
+	case 24:                           /* signals on the loop (1.1), the hooks' wait */
+		signals_and_wait(arg);
 		return;
 	}
 }

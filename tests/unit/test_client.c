@@ -431,6 +431,52 @@ KR_TEST(client, the_json_lines_before_start)
 	return 0;
 }
 
+static int got_signal;
+
+static void stop_on_signal(void *arg, int sig)
+{
+	got_signal = sig;
+	kr_client_stop(arg);               /* legal here: called from the loop, not a handler */
+}
+
+static void stop_on_timer(void *arg, int slot)
+{
+	(void)slot;
+	kr_client_stop(arg);
+}
+
+/*
+ * kr_client_signals (1.1): misuse, once, a signal raised while blocked
+ * reaches fn from kr_client_run; kr_client_hooks_wait with no hooks returns
+ * at once, 1 after a stop ended it, and not from a callback (fuzz_api).
+ */
+KR_TEST(client, signals_and_the_hooks_wait)
+{
+	struct kr_client *c = new_client();
+	sigset_t set;
+
+	check(c != NULL);
+	check(kr_client_signals(NULL, stop_on_signal, c) == KR_EINVAL);
+	check(kr_client_signals(c, NULL, c) == KR_EINVAL);
+	check(kr_client_hooks_wait(NULL) == KR_EINVAL);
+	check(kr_client_hooks_wait(c) == 0);                    /* no hooks: done at once */
+	check(kr_client_signals(c, stop_on_signal, c) == 0);
+	check(kr_client_signals(c, stop_on_signal, c) == KR_ESTATE);   /* once */
+	check(kr_client_add_resource(c, "configmaps", NULL, 0) == 0);
+	check(kr_client_start(c, NULL, 0) == 0);
+	check(kr_client_timer(c, 0, 2000, stop_on_timer, c) == 0);    /* a bound, if it never came */
+	got_signal = 0;
+	check(raise(SIGUSR2) == 0);                             /* blocked: it waits on the descriptor */
+	check(got_signal == 0);
+	check(kr_client_run(c) == 0);
+	check(got_signal == SIGUSR2);
+	check(kr_client_hooks_wait(c) == 0);                    /* stopped before: no hooks, done */
+	check(kr_client_signals(c, stop_on_signal, c) == KR_ESTATE);   /* stopped */
+	sigfillset(&set);
+	check(sigprocmask(SIG_UNBLOCK, &set, NULL) == 0);      /* the other tests as before */
+	return 0;
+}
+
 /* kr_client_hooks (1.1): the sized configuration, every misuse in words, each kind once, the counts. */
 KR_TEST(client, the_hooks_before_start)
 {
