@@ -30,6 +30,12 @@
 #define KR_MAX_RESOURCES 8
 #endif
 
+/* A label or field selector's text, and a namespace, group, plural or kind (--namespace). */
+#ifndef KR_SELECTOR_MAX
+#define KR_SELECTOR_MAX 512
+#endif
+#define KR_NAME_MAX 64
+
 /*
  * Objects the store indexes (held or present-but-not-held), over all
  * resources, and the bytes of object JSON the arena holds: the defaults of

@@ -2,6 +2,7 @@
 
 #include "client.h"
 #include "http_post.h"
+#include "json.h"
 #include "kreflect_config.h"
 #include "notify.h"
 #include "sidecar_env.h"
@@ -47,7 +48,7 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 			" bytes each (records 16+4 KiB, keys, a handshake),\n"
 			"                           and the buffer the certificate files are read into (KR_PEM_MAX);\n"
 			"                           RAM only if used") },
-		{ "jsonl", sizeof(struct kr_jsonl), 0, "JSON-lines output buffer" },
+		{ "jsonl", sizeof(struct kr_jsonl), 1, "JSON-lines output buffer" },
 		{ "notify", (KR_WITH_HOOKS ? sizeof(struct kr_notify) : 0), 1,
 		  BUILT(KR_WITH_HOOKS, "--exec/--signal: command words, changed keys") },
 		{ "http-post", (KR_WITH_HOOKS ? sizeof(struct kr_http_post) : 0), 1,
@@ -58,7 +59,8 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 		{ "dir-sink", (KR_WITH_DIR ? sizeof(struct kr_dirsink) : 0), 1,
 		  BUILT(KR_WITH_DIR, "--dir: manifest of KR_DIRSINK_MAX_FILES files, one decoded value; "
 				     "RAM only if used") },
-		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) : 0), 0,
+		{ "k8s-sidecar", (KR_WITH_SIDECAR ? sizeof(struct kr_sidecar) +
+				  KR_SIDECAR_PAYLOAD_TOKENS * sizeof(kr_json_tok) : 0), 0,
 		  BUILT(KR_WITH_SIDECAR, "--k8s-sidecar: resources, request payload and header read from "
 					 "the environment") },
 		{ "listen", KR_WITH_LISTEN ? KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS) : 0, 0,

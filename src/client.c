@@ -88,13 +88,17 @@ struct kr_client {
 	int ncb;
 	void (*state_fn)(void *arg, const struct kr_state_change *st);
 	void *state_arg;
+	void (*signal_fn)(void *arg, int sig);     /* kr_client_signals' */
+	void *signal_arg;
 
 	struct kr_serve *serve;        /* the local endpoint, in the caller's memory, or NULL */
 	/* kr_serve_close through a pointer: a program that never listens links no endpoint. */
 	void (*serve_close)(struct kr_serve *s);
 	struct kr_client_hooks hooks;  /* kr_client_hooks', in the caller's memory; also the endpoint's metrics */
-	void *dir;                     /* the directory sink, in the caller's memory, or NULL */
-	void (*dir_close)(void *dir);  /* through a pointer: a program without it links none */
+	struct {
+		void *p;               /* the directory sink, the JSON lines: caller's memory, or NULL */
+		void (*end)(void *p);  /* through a pointer: a program without one links none of it */
+	} out[KR_CLIENT_OUTS];
 	int state_on;                  /* snapshots go to cfg.state_dir */
 	struct kr_state persist;
 	struct kr_state_history history;    /* the endpoint's ring, saved with the state */
@@ -1011,8 +1015,29 @@ int kr_client_wakeup(struct kr_client *c)
 	return 0;
 }
 
+static void on_loop_signal(struct kr_loop *loop, int sig, void *arg)
+{
+	struct kr_client *c = arg;
+
+	(void)loop;
+	c->signal_fn(c->signal_arg, sig);
+}
+
+int kr_client_signals(struct kr_client *c, void (*fn)(void *arg, int sig), void *arg)
+{
+	if (!valid(c) || !fn)
+		return KR_EINVAL;
+	if (c->state == ST_STOPPED || c->loop.signals.fd >= 0)
+		return KR_ESTATE;
+	c->signal_fn = fn;
+	c->signal_arg = arg;
+	return kr_loop_signals(&c->loop, on_loop_signal, c) == 0 ? 0 : KR_EIO;
+}
+
 int kr_client_stop(struct kr_client *c)
 {
+	int i;
+
 	if (!valid(c))
 		return KR_EINVAL;
 	if (c->state == ST_STARTED)
@@ -1025,10 +1050,9 @@ int kr_client_stop(struct kr_client *c)
 		kr_state_close(&c->persist);     /* the last snapshot, if anything changed */
 		c->state_on = 0;
 	}
-	if (c->dir && c->dir_close) {
-		c->dir_close(c->dir);            /* the last batch of files in place; its counts stay */
-		c->dir_close = NULL;
-	}
+	for (i = 0; i < KR_CLIENT_OUTS; i++)  /* the last batch of files in place, the last lines */
+		if (c->out[i].p)
+			c->out[i].end(c->out[i].p);
 	if (KR_WITH_WAKEUP && c->wake_fd >= 0) {
 		int fd = c->wake_fd;
 
@@ -1252,24 +1276,22 @@ int kr_client_in_callback(struct kr_client *c)
 	return valid(c) && c->in_callback;
 }
 
-int kr_client_set_dir(struct kr_client *c, void *d, void (*close)(void *d))
+int kr_client_set_output(struct kr_client *c, enum kr_client_output o, void *p, void (*end)(void *p))
 {
-	if (!valid(c))
+	if (!valid(c) || (unsigned)o >= KR_CLIENT_OUTS)
 		return KR_EINVAL;
-	if (c->in_callback || c->state != ST_INIT || c->dir)
+	if (c->in_callback || c->state != ST_INIT || c->out[o].p)
 		return KR_ESTATE;
-	if (!d && c->ncb == MAX_CALLBACKS)
-		return KR_ENOSPC;
-	if (d) {
-		c->dir = d;
-		c->dir_close = close;
-	}
+	if (!p)
+		return c->ncb == MAX_CALLBACKS ? KR_ENOSPC : 0;
+	c->out[o].p = p;
+	c->out[o].end = end;
 	return 0;
 }
 
-void *kr_client_dir_sink(struct kr_client *c)
+void *kr_client_output(struct kr_client *c, enum kr_client_output o)
 {
-	return valid(c) ? c->dir : NULL;
+	return valid(c) && (unsigned)o < KR_CLIENT_OUTS ? c->out[o].p : NULL;
 }
 
 void kr_endpoint_config_init_size(struct kr_endpoint_config *ec, size_t size)

@@ -58,14 +58,18 @@ int kr_client_may_add(struct kr_client *c, int callbacks);
 int kr_client_in_callback(struct kr_client *c);
 
 /*
- * The directory sink (client_dir.c) in the caller's memory: kr_client_stop
- * calls close(d) (once; d stays attached for its counts). With d NULL, only
- * says whether one may be attached now. Returns 0, KR_EINVAL (not a client),
- * KR_ESTATE (started, from a callback, one attached already), KR_ENOSPC (d
- * NULL and no event callback left). kr_client_dir_sink: the one attached, or NULL.
+ * The outputs set up through the door in the caller's memory, one of each:
+ * the directory sink (client_dir.c) and the JSON lines (client_jsonl.c).
+ * kr_client_stop calls end(p) of each, in this order (the last batch of
+ * files, then the last lines), every time: end must be safe to repeat. With
+ * p NULL, only says whether one may be attached now. Returns 0, KR_EINVAL
+ * (not a client), KR_ESTATE (started, from a callback, one attached already),
+ * KR_ENOSPC (p NULL and no event callback left). kr_client_output: the one
+ * attached, or NULL.
  */
-int kr_client_set_dir(struct kr_client *c, void *d, void (*close)(void *d));
-void *kr_client_dir_sink(struct kr_client *c);
+enum kr_client_output { KR_CLIENT_OUT_DIR, KR_CLIENT_OUT_JSONL, KR_CLIENT_OUTS };
+int kr_client_set_output(struct kr_client *c, enum kr_client_output o, void *p, void (*end)(void *p));
+void *kr_client_output(struct kr_client *c, enum kr_client_output o);
 
 /*
  * A caller's sized configuration (struct_size first) copied into this

@@ -79,7 +79,7 @@ int kr_client_dir(struct kr_client *c, void *mem, size_t len, const struct kr_di
 	if ((unsigned)in.layout > KR_DIR_LAYOUT_OBJECT || (unsigned)in.sync > KR_DIR_SYNC_EACH)
 		return fail(err, errlen, KR_EINVAL, "the directory sink's layout or sync is not one of "
 			    "KR_DIR_LAYOUT_... or KR_DIR_SYNC_...");
-	r = kr_client_set_dir(c, NULL, NULL);
+	r = kr_client_set_output(c, KR_CLIENT_OUT_DIR, NULL, NULL);
 	if (r == KR_ESTATE)
 		return fail(err, errlen, r, "the directory sink is set up once, before kr_client_start");
 	if (r != 0)
@@ -111,13 +111,13 @@ int kr_client_dir(struct kr_client *c, void *mem, size_t len, const struct kr_di
 	/* The batch's files in place before the loop sleeps and before any timer (a hook). */
 	kr_loop_before_poll(loop, kr_dirsink_flush, d);
 	kr_loop_before_timers(loop, kr_dirsink_flush, d);
-	kr_client_set_dir(c, d, close_dir);
+	kr_client_set_output(c, KR_CLIENT_OUT_DIR, d, close_dir);
 	return 0;
 }
 
 int kr_client_dir_stats(struct kr_client *c, struct kr_dir_stats *st)
 {
-	const struct kr_dirsink *d = kr_client_dir_sink(c);
+	const struct kr_dirsink *d = kr_client_output(c, KR_CLIENT_OUT_DIR);
 
 	if (!st || !kr_client_loop(c))
 		return KR_EINVAL;

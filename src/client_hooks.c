@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include "http_post.h"
+#include "loop.h"
 #include "notify.h"
 #include "supervise.h"
 
@@ -161,6 +162,22 @@ int kr_client_child_exited(struct kr_client *c, int pid, int code)
 	if (slot->notify && kr_notify_child_exited(slot->notify, pid, code))
 		return 1;
 	return slot->program && kr_supervise_child_exited(slot->program, pid, code) ? 1 : 0;
+}
+
+int kr_client_hooks_wait(struct kr_client *c)
+{
+	struct kr_loop *loop = kr_client_loop(c);
+	struct kr_hooks_stats hs;
+	int r = kr_client_hooks_flush(c);
+
+	if (r < 0)
+		return r;
+	loop->stop = 0;                    /* kr_client_stop, before or during, sets it */
+	while (KR_WITH_HOOKS && !loop->stop && kr_client_hooks_stats(c, &hs) == 0 &&
+	       (hs.command_pid || hs.post_busy))
+		if (kr_loop_once(loop, -1) < 0)
+			return KR_EIO;
+	return loop->stop ? 1 : 0;
 }
 
 int kr_client_hooks_flush(struct kr_client *c)

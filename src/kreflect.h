@@ -589,6 +589,41 @@ int kr_client_endpoint_where(struct kr_client *c, char *where, size_t len, int *
 /* --- the directory sink ---------------------------------------------------------- */
 
 /*
+ * Since 1.1: the process's SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1 and
+ * SIGUSR2 on the client's loop: blocked, read from a descriptor (signalfd)
+ * and handed to fn(arg, sig) from kr_client_run, kr_client_process or
+ * kr_client_hooks_wait, never from a signal handler, so fn may call
+ * kr_client_stop, kr_client_child_exited (SIGCHLD: reap, then hand each
+ * child over) or kr_client_program_signal. SIGPIPE is ignored. Once a
+ * client, at any time before kr_client_stop; kept after it (the hooks'
+ * children are still reaped). For a host that owns no signal handling of
+ * its own; one that does keeps it and calls kr_client_wakeup from its
+ * handler. Returns 0, KR_EINVAL (no client or fn), KR_ESTATE (stopped, or
+ * already), KR_EIO (the descriptor cannot be opened).
+ */
+int kr_client_signals(struct kr_client *c, void (*fn)(void *arg, int sig), void *arg);
+
+/*
+ * Since 1.1: kreflect's own output (the CLI's -o jsonl), every event as one
+ * line on fd: {"type":"ADDED","object":{...}} for an object (MODIFIED,
+ * DELETED, RESYNC alike), {"type":"SYNCED","resource":"...",
+ * "resourceVersion":"...","count":N,"state":"live"} (",\"partial\":true"
+ * before "state" when the mirror lacks objects; "restored" for a restored
+ * one). Lines are gathered in mem and written when it is full, before the
+ * client's loop sleeps (ahead of the directory sink's batch, whenever each
+ * was added) and at every kr_client_stop; fd is not closed. A write that
+ * fails (a closed pipe) is logged once and ends the output; the client goes
+ * on. Once, before kr_client_start, from mem[0..len) (16-byte aligned,
+ * kr_jsonl_memory() bytes: the build's line buffer, kept until the client
+ * stops); one of the 8 event callbacks, after the ones added before it.
+ * Returns 0, KR_EINVAL (no client, no or misaligned memory, fd < 0),
+ * KR_ESTATE (started, from a callback, or an output already), KR_ENOSPC (len
+ * too small, no callback left).
+ */
+size_t kr_jsonl_memory(void);
+int kr_client_jsonl(struct kr_client *c, void *mem, size_t len, int fd);
+
+/*
  * Since 1.1: the objects as files under one root directory (the CLI's --dir),
  * for programs that read files rather than speak to the API. ConfigMaps and
  * Secrets become one file per data key (`data` as text, `binaryData` and a
@@ -760,6 +795,16 @@ int kr_client_child_exited(struct kr_client *c, int pid, int code);
  * started or sent, 0 if not, KR_EINVAL, KR_ESTATE (from a callback).
  */
 int kr_client_hooks_flush(struct kr_client *c);
+
+/*
+ * Since 1.1: kr_client_hooks_flush, then the client's loop until the hooks
+ * are done (the command ended, the POST answered), also after kr_client_stop
+ * (a run-once program after the sync: stop, then wait). Timers and the
+ * signals of kr_client_signals still run; kr_client_stop from one of them
+ * ends the wait. Returns 0 when done, 1 when kr_client_stop ended it,
+ * KR_EINVAL, KR_ESTATE (from a callback), KR_EIO (poll() failed).
+ */
+int kr_client_hooks_wait(struct kr_client *c);
 
 /* What the hooks did and are doing. Frozen: new fields come as a new call. */
 struct kr_hooks_stats {

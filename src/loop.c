@@ -20,6 +20,17 @@ int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
 	return 0;
 }
 
+int kr_loop_before_poll_first(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
+{
+	if (loop->nhooks >= KR_LOOP_MAX_HOOKS)
+		return KR_ENOSPC;
+	memmove(&loop->hooks[1], &loop->hooks[0], (size_t)loop->nhooks * sizeof(loop->hooks[0]));
+	loop->hooks[0].fn = fn;
+	loop->hooks[0].arg = arg;
+	loop->nhooks++;
+	return 0;
+}
+
 int kr_loop_before_timers(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
 {
 	if (loop->ntimer_hooks >= KR_LOOP_MAX_HOOKS)

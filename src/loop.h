@@ -86,6 +86,8 @@ void kr_loop_init(struct kr_loop *loop);
  * such as output written in batches. Returns 0 or KR_ENOSPC.
  */
 int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg);
+/* The same, run before those added earlier (output that must precede their batches). */
+int kr_loop_before_poll_first(struct kr_loop *loop, int (*fn)(void *arg), void *arg);
 
 /*
  * Runs fn(arg) in a pass that has due timers, before they fire: for work

@@ -12,14 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "fmt.h"
 #include "kreflect.h"
 #include "kreflect_config.h"
-#include "loop.h"
 #include "port.h"
 #include "sidecar_env.h"
-#include "sink.h"
 
 #define EXIT_FATAL 1
 #define EXIT_USAGE 2
@@ -28,8 +25,6 @@
 
 /* The client lives in memory reserved once at start-up (--print-budget). */
 static struct kr_client *client;
-static struct kr_loop *loop;
-static struct kr_jsonl jsonl;
 static const char *resource_args[KR_MAX_RESOURCES];
 /* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
 static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
@@ -337,7 +332,7 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-static void on_signal(struct kr_loop *l, int sig, void *arg)
+static void on_signal(void *arg, int sig)
 {
 	(void)arg;
 	if (sig == SIGCHLD) {
@@ -365,15 +360,6 @@ static void on_signal(struct kr_loop *l, int sig, void *arg)
 #define MAIN_SINKS 6
 _Static_assert(KR_CLIENT_MAX_CALLBACKS >= MAIN_SINKS, "every output main can add needs a callback slot");
 
-/* Adds an output; a full table would drop events silently, so it is fatal. */
-static int add_sink(void (*event)(void *arg, const struct kr_event *ev), void *arg)
-{
-	if (kr_client_on_event(client, event, arg) == 0)
-		return 0;
-	kr_dprintf(2, "kreflect: too many outputs for KR_CLIENT_MAX_CALLBACKS (%d)\n", KR_CLIENT_MAX_CALLBACKS);
-	return -1;
-}
-
 /* need bytes reserved now, once (--print-budget); NULL, said on stderr, if the system refuses. */
 static void *reserve(size_t need)
 {
@@ -383,6 +369,20 @@ static void *reserve(size_t need)
 		kr_dprintf(2, "kreflect: unable to reserve %zu bytes of memory at start-up: %s\n", need,
 			   kr_port_last_error());
 	return mem;
+}
+
+/* -o jsonl on stdout; a full callback table would drop events silently, so it is fatal. */
+static int add_jsonl(void)
+{
+	size_t need = kr_jsonl_memory();
+	void *mem = reserve(need);
+
+	if (!mem)
+		return -1;
+	if (kr_client_jsonl(client, mem, need, 1) == 0)
+		return 0;
+	kr_dprintf(2, "kreflect: too many outputs for KR_CLIENT_MAX_CALLBACKS (%d)\n", KR_CLIENT_MAX_CALLBACKS);
+	return -1;
 }
 
 /* The hooks h names, in memory reserved now. Returns 0 or an exit code. */
@@ -809,19 +809,17 @@ static int parse_flags(int argc, char **argv, struct options *o, int *nres)
 static int run_hooks_once(void)
 {
 	struct kr_hooks_stats hs;
+	int r;
 
 	once_hooks = 1;
-	loop->stop = 0;
-	kr_client_hooks_flush(client);
-	while (KR_WITH_HOOKS && !loop->stop && kr_client_hooks_stats(client, &hs) == 0 &&
-	       (hs.command_pid || hs.post_busy))
-		if (kr_loop_once(loop, -1) < 0) {
-			kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
-			return EXIT_FATAL;
-		}
+	r = kr_client_hooks_wait(client);
+	if (r < 0) {
+		kr_log(KR_LOG_ERROR, "unable to wait for events: %s", kr_port_last_error());
+		return EXIT_FATAL;
+	}
 	if (once_failed)
 		return EXIT_FATAL;
-	if (loop->stop)
+	if (r == 1)
 		return 0;      /* SIGTERM while the hooks ran: a clean stop */
 	kr_client_hooks_stats(client, &hs);
 	if (KR_WITH_HOOKS && hs.failures) {
@@ -924,30 +922,8 @@ static int sidecar_options(int argc, char **argv, struct options *o, int *nres)
 	*nres = sidecar.nres;              /* added to the client from sidecar.res by make_client */
 	o->sidecar = 1;
 	o->output_none = 1;
-	o->dir.path = sidecar.dir.path;
-	o->dir.annotation = sidecar.dir.annotation;
-	o->dir.annotation_absolute = sidecar.dir.annotation_absolute;
-	o->dir.url_keys_refused = sidecar.dir.url_keys_refused;
-	o->dir.unique_names = sidecar.dir.unique_names;
-	o->dir.file_mode = sidecar.dir.file_mode;
-	o->dir.secret_mode = sidecar.dir.secret_mode;
-	/* A sweep removes only the files of what its own resource covers. */
-	o->dir.sweep_by_scope = 1;
-	o->hooks.exec = sidecar.script;
-	o->hooks.http_post = sidecar.req_url;
-	o->hooks.method = sidecar.post.method;
-	o->hooks.body = sidecar.post.body;
-	o->hooks.body_len = sidecar.post.body_len;
-	o->hooks.content_type = sidecar.post.content_type;
-	o->hooks.authorization = sidecar.post.authorization;
-	o->hooks.urllib3 = sidecar.post.urllib3;
-	o->hooks.retries = sidecar.post.retries;
-	o->hooks.connect_retries = sidecar.post.connect_retries;
-	o->hooks.read_retries = sidecar.post.read_retries;
-	o->hooks.backoff_factor_ms = sidecar.post.backoff_factor_ms;
-	o->hooks.retry_5xx = sidecar.post.retry_5xx;
-	o->hooks.timeout_ms = sidecar.post.timeout_ms;
-	o->hooks.skip_first = sidecar.post.skip_first;
+	o->dir = sidecar.dir;              /* FOLDER and the rest */
+	o->hooks = sidecar.hooks;          /* SCRIPT, REQ_URL and its request */
 	o->cfg.insecure_skip_tls_verify = sidecar.insecure;
 	o->once = sidecar.method == KR_SIDECAR_LIST;
 	o->log_level = sidecar.log_level;
@@ -1001,25 +977,17 @@ static int make_client(const struct options *o, int nres)
 	}
 	for (i = 0; i < nres; i++) {
 		struct kr_resource_spec spec;
-		const struct kr_resource *sr = &sidecar.res[i];
 
 		memset(&spec, 0, sizeof(spec));
-		if (o->sidecar) {
-			/* One entry per namespace and type, each with its own selectors. */
-			spec.name = sr->name;
-			spec.ns = sr->ns[0] ? sr->ns : NULL;
-			spec.all_namespaces = sr->all_namespaces;
-			spec.label_selector = sr->label_selector;
-			spec.field_selector = sr->field_selector[0] ? sr->field_selector : NULL;
-		} else {
+		if (o->sidecar)
+			spec = sidecar.res[i];     /* one per namespace and type, with its selectors */
+		else
 			spec.name = resource_args[i];
-		}
 		if (kr_client_add(client, &spec, err, sizeof(err)) < 0) {
 			kr_dprintf(2, "kreflect: %s\n", err);
 			return EXIT_USAGE;
 		}
 	}
-	loop = kr_client_loop(client);
 	return 0;
 }
 
@@ -1213,14 +1181,9 @@ int main(int argc, char **argv)
 	for (i = 0; o.sidecar && i < (size_t)sidecar.nnotes; i++)
 		kr_log(KR_LOG_INFO, "%s", sidecar.notes[i]);
 	nres = kr_client_resources(client);
-	if (kr_loop_signals(loop, on_signal, NULL) != 0) {
+	if (kr_client_signals(client, on_signal, NULL) != 0) {
 		kr_dprintf(2, "kreflect: unable to set up signal handling\n");
 		return EXIT_FATAL;
-	}
-	if (!o.output_none) {
-		/* Its lines written before the files' batch is put in place, as they come. */
-		kr_jsonl_init(&jsonl, 1);
-		kr_loop_before_poll(loop, kr_jsonl_flush, &jsonl);
 	}
 	if (KR_WITH_DIR && o.dir.path) {
 		size_t need = kr_dir_memory(&o.dir);
@@ -1276,7 +1239,8 @@ int main(int argc, char **argv)
 		if (r)
 			return usage_error("-- PROGRAM: %s", err);
 	}
-	if (!o.output_none && add_sink(kr_jsonl_event, &jsonl) != 0)
+	/* Its lines written before the files' batch is put in place, as they come. */
+	if (!o.output_none && add_jsonl() != 0)
 		return EXIT_FATAL;
 	/* The outputs are in place before the start: a restored mirror reaches them first. */
 	r = kr_client_start(client, err, sizeof(err));
@@ -1322,10 +1286,9 @@ int main(int argc, char **argv)
 		return EXIT_FATAL;
 	}
 	restored_warnings();
-	/* Closes the endpoint, writes the last snapshot, puts the last batch of files in place. */
+	/* Closes the endpoint, writes the last snapshot, puts the last batch of files in place,
+	 * writes the last JSON lines. */
 	kr_client_stop(client);
-	if (!o.output_none)
-		kr_jsonl_flush(&jsonl);
 	if (o.once) {
 		/* Not ready and not failed: a signal stopped it, a clean stop. */
 		r = once_failed ? EXIT_FATAL : kr_client_ready(client) <= 0 ? 0

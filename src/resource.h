@@ -9,10 +9,7 @@
 
 #include <stddef.h>
 
-#ifndef KR_SELECTOR_MAX
-#define KR_SELECTOR_MAX 512        /* label or field selector text */
-#endif
-#define KR_NAME_MAX 64             /* group, plural, kind, namespace parts */
+#include "kreflect_config.h"       /* KR_SELECTOR_MAX, KR_NAME_MAX */
 
 struct kr_resource {
 	char group[KR_NAME_MAX + 192]; /* DNS subdomain: up to 253 bytes */

@@ -7,12 +7,17 @@
 
 #include "codec.h"
 #include "fmt.h"
+#include "json.h"
 #include "kreflect.h"
 #include "log.h"
 #include "port.h"
+#include "resource.h"
 #include "serve.h"
 
 #define MAX_SECONDS 86400
+
+/* REQ_PAYLOAD's tokens while it is checked: scratch of one parse, not kept. */
+static kr_json_tok payload_toks[KR_SIDECAR_PAYLOAD_TOKENS];
 
 /* Variables k8s-sidecar documents that kreflect cannot honour, and why. */
 static const struct {
@@ -262,7 +267,7 @@ static int basic_auth(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 		r = fail(err, errlen, "REQ_USERNAME and REQ_PASSWORD are too long together");
 		goto out;
 	}
-	c->post.authorization = c->authorization;
+	c->hooks.authorization = c->authorization;
 out:
 	/* Only the header is kept. */
 	memset(c->user, 0, sizeof(c->user));
@@ -281,14 +286,14 @@ static int request(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 	int defaults[3] = { 5, 10, 5 }, *dest[3], i, r;
 	long v;
 
-	c->post.urllib3 = 1;
-	c->post.retry_5xx = 1;
-	c->post.backoff_factor_ms = 1100;
-	c->post.timeout_ms = 10000;
-	c->post.method = "GET";
-	dest[0] = &c->post.retries;
-	dest[1] = &c->post.connect_retries;
-	dest[2] = &c->post.read_retries;
+	c->hooks.urllib3 = 1;
+	c->hooks.retry_5xx = 1;
+	c->hooks.backoff_factor_ms = 1100;
+	c->hooks.timeout_ms = 10000;
+	c->hooks.method = "GET";
+	dest[0] = &c->hooks.retries;
+	dest[1] = &c->hooks.connect_retries;
+	dest[2] = &c->hooks.read_retries;
 	for (i = 0; i < 3; i++) {
 		const char *s = env(get, arg, counts[i]);
 
@@ -303,26 +308,26 @@ static int request(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 		if (v < 0)
 			return fail(err, errlen, "REQ_RETRY_BACKOFF_FACTOR must be seconds from 0 to 120 "
 				    "(like 1.1), not '%.32s'", env(get, arg, "REQ_RETRY_BACKOFF_FACTOR"));
-		c->post.backoff_factor_ms = (int)v;
+		c->hooks.backoff_factor_ms = (int)v;
 	}
 	if (env(get, arg, "REQ_TIMEOUT")) {
 		v = seconds_ms(env(get, arg, "REQ_TIMEOUT"), 3600);
 		if (v <= 0)
 			return fail(err, errlen, "REQ_TIMEOUT must be seconds above 0, at most 3600 "
 				    "(like 10 or 2.5), not '%.32s'", env(get, arg, "REQ_TIMEOUT"));
-		c->post.timeout_ms = (int)v;
+		c->hooks.timeout_ms = (int)v;
 	}
 	r = boolean(env(get, arg, "ENABLE_5XX"));
 	if (r < 0)
 		return fail(err, errlen, "ENABLE_5XX must be true or false, not '%.32s'",
 			    env(get, arg, "ENABLE_5XX"));
 	/* k8s-sidecar retries 500, 502, 503 and 504 unless ENABLE_5XX takes them as answers. */
-	c->post.retry_5xx = !r;
+	c->hooks.retry_5xx = !r;
 	r = boolean(env(get, arg, "REQ_SKIP_INIT"));
 	if (r < 0)
 		return fail(err, errlen, "REQ_SKIP_INIT must be true or false, not '%.32s'",
 			    env(get, arg, "REQ_SKIP_INIT"));
-	c->post.skip_first = r && c->method != KR_SIDECAR_LIST;
+	c->hooks.skip_first = r && c->method != KR_SIDECAR_LIST;
 	r = boolean(env(get, arg, "REQ_SKIP_TLS_VERIFY"));
 	if (r < 0)
 		return fail(err, errlen, "REQ_SKIP_TLS_VERIFY must be true or false, not '%.32s'",
@@ -330,8 +335,8 @@ static int request(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 	if (m && strcmp(m, "GET") != 0 && strcmp(m, "POST") != 0)
 		return fail(err, errlen, "REQ_METHOD must be GET or POST, not '%.32s'", m);
 	if (m)
-		c->post.method = m;
-	if (payload && strcmp(c->post.method, "POST") != 0)
+		c->hooks.method = m;
+	if (payload && strcmp(c->hooks.method, "POST") != 0)
 		return fail(err, errlen, "REQ_PAYLOAD is only sent with REQ_METHOD=POST");
 	if (!url) {
 		if (m || payload)
@@ -341,14 +346,14 @@ static int request(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 	if (strncmp(url, "https://", 8) == 0)
 		return fail(err, errlen, "REQ_URL: https:// is not supported (kreflect has no TLS for "
 			    "the request after a change); give http://HOST[:PORT][/PATH]");
-	c->req_url = url;
-	if (strcmp(c->post.method, "POST") == 0) {
+	c->hooks.http_post = url;
+	if (strcmp(c->hooks.method, "POST") == 0) {
 		/* A JSON payload as it is; other text as a JSON string, as k8s-sidecar posts it. */
 		size_t len = payload ? strlen(payload) : 0;
 		struct kr_out o = { c->payload, sizeof(c->payload), 0, 0 };
 
 		const char *first = payload ? payload + strspn(payload, " \t\r\n") : "";
-		int n = payload ? kr_json_parse(payload, len, c->toks, KR_SIDECAR_PAYLOAD_TOKENS) : 0;
+		int n = payload ? kr_json_parse(payload, len, payload_toks, KR_SIDECAR_PAYLOAD_TOKENS) : 0;
 
 		if (n == KR_ENOSPC)
 			return fail(err, errlen, "REQ_PAYLOAD has more than %d JSON tokens",
@@ -371,11 +376,28 @@ static int request(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg,
 		if (o.overflow || o.len >= sizeof(c->payload))
 			return fail(err, errlen, "REQ_PAYLOAD is longer than %d bytes", KR_SIDECAR_PAYLOAD_MAX - 1);
 		c->payload[o.len] = '\0';
-		c->post.body = c->payload;
-		c->post.body_len = o.len;
-		c->post.content_type = "application/json";
+		c->hooks.body = c->payload;
+		c->hooks.body_len = o.len;
+		c->hooks.content_type = "application/json";
 	}
 	return basic_auth(c, get, arg, user_flag, pass_flag, err, errlen);
+}
+
+/*
+ * The next resource: type plural in namespace ns (nslen bytes; none: the pod's
+ * or context's), no selector yet. The caller checked there is room.
+ */
+static struct kr_resource_spec *add(struct kr_sidecar *c, const char *plural, const char *ns,
+				    size_t nslen)
+{
+	struct kr_resource_spec *r = &c->res[c->nres];
+
+	kr_snprintf(c->ns[c->nres], sizeof(c->ns[0]), "%.*s", (int)nslen, ns);
+	r->name = plural;
+	r->ns = nslen ? c->ns[c->nres] : NULL;
+	r->label_selector = "";
+	c->nres++;
+	return r;
 }
 
 /* The resources entries: RESOURCE x NAMESPACE x RESOURCE_NAME. */
@@ -389,7 +411,6 @@ static int resources(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 	const char *nss[KR_SIDECAR_NAMESPACES];
 	size_t nslen[KR_SIDECAR_NAMESPACES];
 	int nns = 0, t, n, all = 0;
-	char e2[200];
 
 	if (!rv || strcmp(rv, "configmap") == 0)
 		types[0] = "configmap";
@@ -467,17 +488,16 @@ static int resources(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 							    "namespace: set NAMESPACE too", (int)l, p);
 					if (!(type && (tl != strlen(types[t]) || strncmp(type, types[t], tl))) &&
 					    !(ns && nslen[n] && (sl[0] != nslen[n] || strncmp(ns, nss[n], sl[0])))) {
-						struct kr_resource *r;
+						char *f;
 
 						if (c->nres == KR_MAX_RESOURCES)
 							return fail(err, errlen, "RESOURCE, NAMESPACE and RESOURCE_NAME "
 								    "make more than %d watches (KR_MAX_RESOURCES)",
 								    KR_MAX_RESOURCES);
-						r = &c->res[c->nres++];
-						kr_resource_lookup(plural[types[t][0] == 's'], r, e2, sizeof(e2));
-						kr_snprintf(r->ns, sizeof(r->ns), "%.*s", (int)nslen[n], nss[n]);
-						kr_snprintf(r->field_selector, sizeof(r->field_selector),
-							    "metadata.name=%.*s", (int)nl, name);
+						f = c->field_selector[c->nres];
+						kr_snprintf(f, sizeof(c->field_selector[0]), "metadata.name=%.*s",
+							    (int)nl, name);
+						add(c, plural[types[t][0] == 's'], nss[n], nslen[n])->field_selector = f;
 						found = 1;
 					}
 				}
@@ -485,16 +505,13 @@ static int resources(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 			}
 			if (!found) {
 				/* No name for this type and namespace: by label, as k8s-sidecar falls back. */
-				struct kr_resource *r;
+				struct kr_resource_spec *r;
 
 				if (c->nres == KR_MAX_RESOURCES)
 					return fail(err, errlen, "RESOURCE and NAMESPACE make more than %d "
 						    "watches (KR_MAX_RESOURCES)", KR_MAX_RESOURCES);
-				r = &c->res[c->nres++];
-				kr_resource_lookup(plural[types[t][0] == 's'], r, e2, sizeof(e2));
-				kr_snprintf(r->ns, sizeof(r->ns), "%.*s", (int)nslen[n], nss[n]);
-				kr_snprintf(r->label_selector, sizeof(r->label_selector), "%s",
-					    c->label_selector);
+				r = add(c, plural[types[t][0] == 's'], nss[n], nslen[n]);
+				r->label_selector = c->label_selector;
 				r->all_namespaces = all;
 			}
 		}
@@ -557,7 +574,9 @@ int kr_sidecar_parse(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 	long n;
 	int r;
 
-	memset(c, 0, offsetof(struct kr_sidecar, toks));
+	memset(c, 0, sizeof(*c));
+	kr_dir_config_init(&c->dir);
+	kr_hooks_config_init(&c->hooks);   /* the debounce as --debounce's default */
 	c->log_level = KR_LOG_INFO;
 	for (r = 1; r < argc; r++) {
 		const char *a = argv[r];
@@ -602,6 +621,8 @@ int kr_sidecar_parse(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 	c->dir.annotation = v ? v : KR_SIDECAR_DEFAULT_ANNOTATION;
 	c->dir.annotation_absolute = 1;
 	c->dir.url_keys_refused = 1;
+	/* A sweep removes only the files of what its own resource covers. */
+	c->dir.sweep_by_scope = 1;
 	r = boolean(env(get, arg, "UNIQUE_FILENAMES"));
 	if (r < 0)
 		return fail(err, errlen, "UNIQUE_FILENAMES must be true or false, not '%.32s'",
@@ -667,7 +688,7 @@ int kr_sidecar_parse(struct kr_sidecar *c, kr_sidecar_getenv_fn get, void *arg, 
 			kr_snprintf(c->exec, sizeof(c->exec), "'%s'", v);
 		else
 			kr_snprintf(c->exec, sizeof(c->exec), "sh '%s'", v);
-		c->script = c->exec;
+		c->hooks.exec = c->exec;
 	}
 
 	r = boolean(env(get, arg, "IGNORE_ALREADY_PROCESSED"));

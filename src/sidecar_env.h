@@ -9,17 +9,19 @@
  * (IGNORE_ALREADY_PROCESSED), or refused with an error naming it when
  * kreflect cannot honour it (HEALTH_PORT, LOG_FORMAT, ...). A bad value is an
  * error naming the variable; a secret's value (REQ_PASSWORD) is never shown.
+ *
+ * The CLI's own part, like its --help: what it reads goes straight into the
+ * library's public structs (kreflect.h's resource specs, kr_dir_config,
+ * kr_hooks_config), the ones the flags fill, so main.c hands them to the
+ * library as they are.
  */
 #ifndef KR_SIDECAR_ENV_H
 #define KR_SIDECAR_ENV_H
 
 #include <stddef.h>
 
-#include "http_post.h"
-#include "json.h"
+#include "kreflect.h"
 #include "kreflect_config.h"
-#include "resource.h"
-#include "sink_dir.h"
 
 #define KR_SIDECAR_PAYLOAD_MAX 4096    /* REQ_PAYLOAD bytes, as sent */
 #define KR_SIDECAR_PAYLOAD_TOKENS 256  /* JSON tokens of a REQ_PAYLOAD object */
@@ -34,15 +36,14 @@ enum kr_sidecar_method {
 	KR_SIDECAR_SLEEP,              /* k8s-sidecar polls; kreflect watches */
 };
 
-/* The configuration read; the caller owns it (about 25 KiB: declare it static). */
+/* The configuration read; the caller owns it (about 12 KiB: declare it static). */
 struct kr_sidecar {
-	struct kr_resource res[KR_MAX_RESOURCES];  /* one per type, namespace and name */
+	struct kr_resource_spec res[KR_MAX_RESOURCES];  /* one per type, namespace and name */
 	int nres;
 	enum kr_sidecar_method method;
-	struct kr_dirsink_opts dir;    /* path, annotation, modes, naming */
-	const char *script;            /* SCRIPT as a notify command ("'path'" or "sh 'path'"), or NULL */
-	const char *req_url;           /* REQ_URL, or NULL */
-	struct kr_http_post_opts post;
+	struct kr_dir_config dir;      /* FOLDER and the rest: path, annotation, modes, naming */
+	struct kr_hooks_config hooks;  /* SCRIPT as the command ("'path'" or "sh 'path'"),
+					  REQ_URL and its request, the debounce left at 1000 */
 	int insecure;                  /* SKIP_TLS_VERIFY=true */
 	int log_level;                 /* KR_LOG_... from LOG_LEVEL */
 	int idle_ms;                   /* WATCH_CLIENT_TIMEOUT, 0 if unset */
@@ -51,13 +52,14 @@ struct kr_sidecar {
 	char notes[KR_SIDECAR_NOTES][200]; /* what the caller should log (info) at start */
 	int nnotes;
 	/* storage behind the pointers above */
+	char ns[KR_MAX_RESOURCES][KR_NAME_MAX];
+	char field_selector[KR_MAX_RESOURCES][KR_SELECTOR_MAX];
 	char label_selector[KR_SELECTOR_MAX];
 	char exec[1024];
 	char payload[KR_SIDECAR_PAYLOAD_MAX];
 	char authorization[16 + (2 * KR_SIDECAR_CRED_MAX + 3) / 3 * 4 + 4];
 	char user[KR_SIDECAR_CRED_MAX + 1];
 	char pass[KR_SIDECAR_CRED_MAX + 1];
-	kr_json_tok toks[KR_SIDECAR_PAYLOAD_TOKENS];
 };
 
 /* Looks a variable up: NULL when unset. */

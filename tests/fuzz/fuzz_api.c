@@ -11,6 +11,7 @@
  *
  * Input: a sequence of (opcode, argument) byte pairs.
  */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ static char endpoint_mem[256u << 10] __attribute__((aligned(16)));
 static char dir_mem[4u << 20] __attribute__((aligned(16)));
 static char hooks_mem[2][128u << 10] __attribute__((aligned(16)));
 static char program_mem[4u << 10] __attribute__((aligned(16)));
+static char jsonl_mem[64u << 10] __attribute__((aligned(16)));
 static char dir_root[] = "/tmp/kreflect-fuzz-api-XXXXXX";   /* made once; holds the manifest only */
 
 enum { NONE, INIT, STARTED, STOPPED };
@@ -40,6 +42,8 @@ static struct {
 	int dir;                       /* the client has its directory sink */
 	int notify, post;              /* the client has the command or signal, the POST */
 	int program;                   /* the client supervises a program */
+	int jsonl;                     /* the client writes JSON lines */
+	int signals;                   /* the client takes the process's signals */
 	const uint8_t *data;
 	size_t size, at;
 } f;
@@ -351,6 +355,77 @@ static void program(uint8_t arg)
 		fail("kr_client_program_signal or kr_client_child_exited", arg);
 }
 
+/*
+ * kr_client_jsonl to /dev/null or fd -1, with memory enough, one byte short,
+ * misaligned or none, in any state: set up only before start, outside a
+ * callback, once (or no callback left). No event reaches it (the server
+ * refuses); kr_client_stop flushes nothing.
+ */
+static void jsonl(uint8_t arg)
+{
+	static int null_fd = -2;
+	size_t need = kr_jsonl_memory();
+	char *m = arg & 2 ? NULL : arg & 4 ? jsonl_mem + 8 : jsonl_mem;
+	int fd, r, good;
+
+	if (null_fd == -2)
+		null_fd = open("/dev/null", O_WRONLY);
+	if (null_fd < 0 || need == 0 || need > sizeof(jsonl_mem))
+		fail("kr_jsonl_memory or /dev/null", (int)need);
+	fd = arg & 1 ? -1 : null_fd;
+	good = !(arg & 7) && !(arg & 8);
+	r = kr_client_jsonl(f.c, m, arg & 8 ? need - 1 : need, fd);
+	if (r == 0 && (!good || f.state != INIT || f.in_cb || f.jsonl))
+		fail("kr_client_jsonl that must fail", r);
+	if (r != 0 && r != KR_EINVAL && r != KR_ESTATE && r != KR_ENOSPC)
+		fail("kr_client_jsonl's error", r);
+	if (r != 0 && r != KR_ENOSPC && good && f.state == INIT && !f.in_cb && !f.jsonl)
+		fail("kr_client_jsonl of a good configuration", r);
+	if (!f.c && r != KR_EINVAL)
+		fail("kr_client_jsonl(NULL)", r);
+	f.jsonl |= r == 0;
+}
+
+static void on_fuzz_signal(void *arg, int sig)
+{
+	(void)arg;
+	(void)sig;
+}
+
+/*
+ * kr_client_signals with no function, no client, or for real: the real one
+ * once a process (each takes a descriptor that a dropped client keeps), then
+ * again on that client, which must refuse. kr_client_hooks_wait in any
+ * state: no hook ever fires, so it returns at once.
+ */
+static void signals_and_wait(uint8_t arg)
+{
+	static int taken;                  /* a client of this process took them */
+	int r;
+
+	if (arg & 1) {
+		int real = f.c && !(arg & 2);
+
+		if (real && taken && !f.signals && f.state != STOPPED)
+			return;            /* one descriptor a process: not called */
+		r = kr_client_signals(f.c, arg & 2 ? NULL : on_fuzz_signal, NULL);
+		if (!real)
+			expect("kr_client_signals(NULL)", r, KR_EINVAL, KR_EINVAL);
+		else if (f.signals || f.state == STOPPED)
+			expect("kr_client_signals again or stopped", r, KR_ESTATE, KR_ESTATE);
+		else if (r == 0)
+			taken = f.signals = 1;
+		else
+			expect("kr_client_signals", r, KR_EIO, KR_EIO);
+		return;
+	}
+	if (arg & 2)
+		return;
+	r = kr_client_hooks_wait(f.c);
+	expect("kr_client_hooks_wait", r, !f.c ? KR_EINVAL : f.in_cb ? KR_ESTATE : 0,
+	       !f.c ? KR_EINVAL : f.in_cb ? KR_ESTATE : 0);
+}
+
 static void step(uint8_t op, uint8_t arg)
 {
 	struct kr_client_fd fds[KR_CLIENT_MAX_FDS];
@@ -361,7 +436,7 @@ static void step(uint8_t op, uint8_t arg)
 	char err[128], buf[16];
 	int r, t, i, live = f.state == STARTED && !f.in_cb;
 
-	switch (op % 23) {
+	switch (op % 25) {
 	case 0:                            /* a new client (the old one is dropped as it is) */
 		if (f.in_cb)
 			return;
@@ -388,7 +463,7 @@ static void step(uint8_t op, uint8_t arg)
 		}
 		f.discovery = 0;
 		f.dir = 0;
-		f.notify = f.post = f.program = 0;
+		f.notify = f.post = f.program = f.jsonl = f.signals = 0;
 		return;
 	case 1:
 		i = arg % (sizeof(names) / sizeof(names[0]));
@@ -545,6 +620,12 @@ static void step(uint8_t op, uint8_t arg)
 		return;
 	case 22:                           /* the supervised program (1.1): any state, any struct, its state */
 		program(arg);
+		return;
+	case 23:                           /* the JSON lines (1.1): any state, any memory, any fd */
+		jsonl(arg);
+		return;
+	case 24:                           /* signals on the loop (1.1), the hooks' wait */
+		signals_and_wait(arg);
 		return;
 	}
 }

@@ -393,6 +393,90 @@ KR_TEST(client, the_directory_sink_needs_a_callback_and_no_start)
 	return 0;
 }
 
+/* kr_client_jsonl (1.1): every misuse, the memory bound exactly, once, before start, a callback. */
+KR_TEST(client, the_json_lines_before_start)
+{
+	struct kr_client *c = new_client();
+	size_t need = kr_jsonl_memory();
+	int p[2], i;
+	char byte;
+
+	check(c != NULL);
+	check(need >= KR_JSONL_BUFFER_BYTES && need % 16 == 0 && need <= sizeof(dir_mem));
+	check(pipe(p) == 0);
+	check(kr_client_jsonl(NULL, dir_mem, need, p[1]) == KR_EINVAL);
+	check(kr_client_jsonl(c, NULL, need, p[1]) == KR_EINVAL);
+	check(kr_client_jsonl(c, dir_mem + 8, need, p[1]) == KR_EINVAL);   /* not 16-byte aligned */
+	check(kr_client_jsonl(c, dir_mem, need, -1) == KR_EINVAL);
+	check(kr_client_jsonl(c, dir_mem, need - 1, p[1]) == KR_ENOSPC);   /* one byte short */
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == 0);               /* exactly enough */
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ESTATE);       /* once */
+	check(kr_client_stop(c) == 0);                                     /* nothing gathered: no write */
+	check(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0 && read(p[0], &byte, 1) < 0);
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ESTATE);       /* stopped */
+
+	c = new_client();                                                  /* every callback taken */
+	check(c != NULL);
+	for (i = 0; i < KR_CLIENT_MAX_CALLBACKS; i++)
+		check(kr_client_on_event(c, nop_event, NULL) == 0);
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ENOSPC);
+	c = new_client();                                                  /* started */
+	check(c != NULL);
+	check(kr_client_add_resource(c, "configmaps", NULL, 0) == 0);
+	check(kr_client_start(c, NULL, 0) == 0);
+	check(kr_client_jsonl(c, dir_mem, need, p[1]) == KR_ESTATE);
+	check(kr_client_stop(c) == 0);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
+static int got_signal;
+
+static void stop_on_signal(void *arg, int sig)
+{
+	got_signal = sig;
+	kr_client_stop(arg);               /* legal here: called from the loop, not a handler */
+}
+
+static void stop_on_timer(void *arg, int slot)
+{
+	(void)slot;
+	kr_client_stop(arg);
+}
+
+/*
+ * kr_client_signals (1.1): misuse, once, a signal raised while blocked
+ * reaches fn from kr_client_run; kr_client_hooks_wait with no hooks returns
+ * at once, 1 after a stop ended it, and not from a callback (fuzz_api).
+ */
+KR_TEST(client, signals_and_the_hooks_wait)
+{
+	struct kr_client *c = new_client();
+	sigset_t set;
+
+	check(c != NULL);
+	check(kr_client_signals(NULL, stop_on_signal, c) == KR_EINVAL);
+	check(kr_client_signals(c, NULL, c) == KR_EINVAL);
+	check(kr_client_hooks_wait(NULL) == KR_EINVAL);
+	check(kr_client_hooks_wait(c) == 0);                    /* no hooks: done at once */
+	check(kr_client_signals(c, stop_on_signal, c) == 0);
+	check(kr_client_signals(c, stop_on_signal, c) == KR_ESTATE);   /* once */
+	check(kr_client_add_resource(c, "configmaps", NULL, 0) == 0);
+	check(kr_client_start(c, NULL, 0) == 0);
+	check(kr_client_timer(c, 0, 2000, stop_on_timer, c) == 0);    /* a bound, if it never came */
+	got_signal = 0;
+	check(raise(SIGUSR2) == 0);                             /* blocked: it waits on the descriptor */
+	check(got_signal == 0);
+	check(kr_client_run(c) == 0);
+	check(got_signal == SIGUSR2);
+	check(kr_client_hooks_wait(c) == 0);                    /* stopped before: no hooks, done */
+	check(kr_client_signals(c, stop_on_signal, c) == KR_ESTATE);   /* stopped */
+	sigfillset(&set);
+	check(sigprocmask(SIG_UNBLOCK, &set, NULL) == 0);      /* the other tests as before */
+	return 0;
+}
+
 /* kr_client_hooks (1.1): the sized configuration, every misuse in words, each kind once, the counts. */
 KR_TEST(client, the_hooks_before_start)
 {
@@ -784,8 +868,9 @@ KR_TEST(client, host_timers_fire_once_in_order_and_rearm)
 
 /*
  * kr_client_budget (1.1): every item once; the reserved ones are the client's
- * memory (what kr_client_memory counts) and the outputs' (kr_dir_memory,
- * kr_hooks_memory, kr_program_memory: the CLI reserves them at start-up too).
+ * memory (what kr_client_memory counts) and the outputs' (kr_jsonl_memory,
+ * kr_dir_memory, kr_hooks_memory, kr_program_memory: the CLI reserves them at
+ * start-up too).
  */
 struct budget_seen {
 	int n, reserved, bad;
@@ -818,7 +903,7 @@ KR_TEST(client, the_budget_item_by_item)
 	cfg.arena_bytes = 1u << 20;
 	memset(&b, 0, sizeof(b));
 	n = kr_client_budget(&cfg, &objects, &arena, on_budget, &b);
-	check(n > 4 && n == b.n && !b.bad && b.reserved == 3 + 3 * KR_WITH_HOOKS + KR_WITH_DIR);
+	check(n > 4 && n == b.n && !b.bad && b.reserved == 4 + 3 * KR_WITH_HOOKS + KR_WITH_DIR);
 	check(objects == 1000 && arena == (1u << 20));
 	/* the reserved items are the client's memory, but for its 16-byte roundings */
 	check(b.sum <= kr_client_memory(&cfg) && kr_client_memory(&cfg) - b.sum < 64);

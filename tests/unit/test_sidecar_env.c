@@ -3,6 +3,7 @@
 
 #include "kreflect.h"
 #include "log.h"
+#include "resource.h"
 #include "sidecar_env.h"
 #include "test.h"
 
@@ -38,16 +39,16 @@ KR_TEST(sidecar_env, defaults_are_k8s_sidecars)
 	check(sc.nres == 1);
 	check(strcmp(sc.res[0].name, "configmaps") == 0);
 	check(strcmp(sc.res[0].label_selector, "grafana_dashboard") == 0);
-	check(sc.res[0].ns[0] == '\0' && !sc.res[0].all_namespaces);  /* the pod's namespace */
+	check(!sc.res[0].ns && !sc.res[0].all_namespaces);  /* the pod's namespace */
 	check(strcmp(sc.dir.path, "/tmp/dashboards") == 0);
 	check(strcmp(sc.dir.annotation, "k8s-sidecar-target-directory") == 0);
 	check(sc.dir.annotation_absolute && sc.dir.url_keys_refused && !sc.dir.unique_names);
 	check(sc.dir.file_mode == 0 && sc.dir.secret_mode == 0);     /* the sink's 0644 / 0600 */
 	check(sc.method == KR_SIDECAR_WATCH);
-	check(!sc.req_url && !sc.script && !sc.insecure);
+	check(!sc.hooks.http_post && !sc.hooks.exec && !sc.insecure);
 	check(sc.log_level == KR_LOG_INFO);
-	check(sc.post.retries == 5 && sc.post.connect_retries == 10 && sc.post.read_retries == 5);
-	check(sc.post.backoff_factor_ms == 1100 && sc.post.timeout_ms == 10000 && sc.post.retry_5xx);
+	check(sc.hooks.retries == 5 && sc.hooks.connect_retries == 10 && sc.hooks.read_retries == 5);
+	check(sc.hooks.backoff_factor_ms == 1100 && sc.hooks.timeout_ms == 10000 && sc.hooks.retry_5xx);
 	return 0;
 }
 
@@ -77,18 +78,18 @@ KR_TEST(sidecar_env, every_variable_mapped)
 	check(sc.method == KR_SIDECAR_LIST);
 	check(sc.dir.unique_names);
 	check(sc.dir.file_mode == 0440 && sc.dir.secret_mode == 0440);
-	check(strcmp(sc.req_url, "http://localhost:3000/api/reload") == 0);
-	check(strcmp(sc.post.method, "POST") == 0);
-	check(sc.post.body_len == 8 && memcmp(sc.post.body, "{\"a\": 1}", 8) == 0);
-	check(strcmp(sc.post.authorization, "Basic YWRtaW46cHc=") == 0);  /* admin:pw */
-	check(sc.post.retries == 2 && sc.post.connect_retries == 3 && sc.post.read_retries == 4);
-	check(sc.post.backoff_factor_ms == 250 && sc.post.timeout_ms == 2500);
-	check(!sc.post.retry_5xx);
-	check(!sc.post.skip_first);           /* REQ_SKIP_INIT is for the watch's first list only */
+	check(strcmp(sc.hooks.http_post, "http://localhost:3000/api/reload") == 0);
+	check(strcmp(sc.hooks.method, "POST") == 0);
+	check(sc.hooks.body_len == 8 && memcmp(sc.hooks.body, "{\"a\": 1}", 8) == 0);
+	check(strcmp(sc.hooks.authorization, "Basic YWRtaW46cHc=") == 0);  /* admin:pw */
+	check(sc.hooks.retries == 2 && sc.hooks.connect_retries == 3 && sc.hooks.read_retries == 4);
+	check(sc.hooks.backoff_factor_ms == 250 && sc.hooks.timeout_ms == 2500);
+	check(!sc.hooks.retry_5xx);
+	check(!sc.hooks.skip_first);           /* REQ_SKIP_INIT is for the watch's first list only */
 	check(sc.insecure);
 	check(sc.watch_timeout_s == 60 && sc.idle_ms == 66000);
 	check(sc.log_level == KR_LOG_WARN);
-	check(strcmp(sc.script, "sh '/nonexistent/reload.sh'") == 0);  /* not executable: sh */
+	check(strcmp(sc.hooks.exec, "sh '/nonexistent/reload.sh'") == 0);  /* not executable: sh */
 	check(sc.nnotes == 1);                /* ERROR_THROTTLE_SLEEP */
 	return 0;
 }
@@ -99,7 +100,7 @@ KR_TEST(sidecar_env, payload_that_is_not_json_is_posted_as_a_string)
 	const char *none[] = { BASE, "REQ_URL=http://h/", "REQ_METHOD=POST", NULL };
 
 	check(parse(env) == 0);
-	check(strcmp(sc.post.body, "\"say \\\"hi\\\"\"") == 0);
+	check(strcmp(sc.hooks.body, "\"say \\\"hi\\\"\"") == 0);
 	const char *array[] = { BASE, "REQ_URL=http://h/", "REQ_METHOD=POST", "REQ_PAYLOAD= [1, 2]", NULL };
 	const char *number[] = { BASE, "REQ_URL=http://h/", "REQ_METHOD=POST", "REQ_PAYLOAD=42", NULL };
 	static char big[2000];
@@ -115,7 +116,7 @@ KR_TEST(sidecar_env, payload_that_is_not_json_is_posted_as_a_string)
 	snprintf(big + n, sizeof(big) - n, "}");
 	check(parse(many) == KR_EINVAL && strstr(err, "more than 256 JSON tokens"));
 	check(parse(none) == 0);
-	check(sc.post.body && sc.post.body_len == 0);   /* POST without payload: no body */
+	check(sc.hooks.body && sc.hooks.body_len == 0);   /* POST without payload: no body */
 	return 0;
 }
 
@@ -142,7 +143,7 @@ KR_TEST(sidecar_env, namespace_all_and_names)
 	check(parse(fallback) == 0);
 	check(sc.nres == 4);
 	check(strcmp(sc.res[3].name, "configmaps") == 0 && strcmp(sc.res[3].ns, "apps") == 0);
-	check(strcmp(sc.res[3].label_selector, "grafana_dashboard") == 0 && !sc.res[3].field_selector[0]);
+	check(strcmp(sc.res[3].label_selector, "grafana_dashboard") == 0 && !sc.res[3].field_selector);
 	return 0;
 }
 
