@@ -547,6 +547,35 @@ static int parse_scalar(struct yaml *y, int pi)
 static int block_node(struct yaml *y, int pi, int col);
 static int parse_seq(struct yaml *y, int col);
 
+/* Links node n after *last among parent's children (first: parent's child). */
+static void append_child(struct yaml *y, int parent, int *last, int n)
+{
+	if (*last < 0)
+		y->nodes[parent].child = n;
+	else
+		y->nodes[*last].next = n;
+	*last = n;
+}
+
+/*
+ * After an entry of a block in column col: the next content line, whose
+ * indentation goes to *ind. 1 when it is in the block's column, 0 when the
+ * block has ended (less indented), < 0 an error (more indented, or a read).
+ */
+static int next_entry(struct yaml *y, int col, int *ind)
+{
+	int r = next_content(y, ind);
+
+	if (r < 0)
+		return r;
+	if (*ind < col)
+		return 0;
+	if (*ind > col)
+		return yfail(y, KR_EINVAL, y->line, "bad indentation (%d spaces where %d were expected)",
+			    *ind, col);
+	return 1;
+}
+
 /*
  * The value of an entry in column col ("key:" or "-") that starts on a later
  * line; the cursor is at the end of the entry's line, which is line. The
@@ -603,19 +632,12 @@ static int parse_seq(struct yaml *y, int col)
 		}
 		if (item < 0)
 			return item;
-		if (last < 0)
-			y->nodes[s].child = item;
-		else
-			y->nodes[last].next = item;
-		last = item;
-		r = next_content(y, &ind);
+		append_child(y, s, &last, item);
+		r = next_entry(y, col, &ind);
 		if (r < 0)
 			return r;
-		if (ind < col)
+		if (r == 0)
 			break;
-		if (ind > col)
-			return yfail(y, KR_EINVAL, y->line, "bad indentation (%d spaces where %d were expected)",
-				    ind, col);
 		if (!(ch(y, y->pos + (size_t)ind) == '-' && is_sep(y, y->pos + (size_t)ind + 1)))
 			break;   /* the parent mapping's next key, at the same column */
 		y->pos += (size_t)ind;
@@ -655,23 +677,16 @@ static int parse_map(struct yaml *y, int col)
 		k = parse_key(y);
 		if (k < 0)
 			return k;
-		if (last < 0)
-			y->nodes[m].child = k;
-		else
-			y->nodes[last].next = k;
-		last = k;
+		append_child(y, m, &last, k);
 		v = map_value(y, col);
 		if (v < 0)
 			return v;
 		y->nodes[k].child = v;
-		r = next_content(y, &ind);
+		r = next_entry(y, col, &ind);
 		if (r < 0)
 			return r;
-		if (ind < col)
+		if (r == 0)
 			break;
-		if (ind > col)
-			return yfail(y, KR_EINVAL, y->line, "bad indentation (%d spaces where %d were expected)",
-				    ind, col);
 		y->pos += (size_t)ind;
 		if (ch(y, y->pos) == '-' && is_sep(y, y->pos + 1))
 			return yfail(y, KR_EINVAL, y->line, "a \"- \" entry where a key was expected (check the indentation)");
