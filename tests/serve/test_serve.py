@@ -302,10 +302,16 @@ def t_partial(s):
     promtool_check(text)
     for i in range(200):
         s.delete("cm-%05d" % (299 - i))
-    wait_until(lambda: lo.req("/readyz")[0] == 200, e2e.late(30), "/readyz to pass once room came back")
+    # The relist that makes it whole may come before the last deletes reach
+    # the mirror (the room timer starts at the first delete that frees room),
+    # so wait for both: ready, and the 100 objects the server has left.
+    wait_until(lambda: lo.req("/readyz")[0] == 200 and
+               metric(lo.req("/metrics")[2], "kreflect_objects_held", res) == 100,
+               e2e.late(30), "/readyz to pass and 100 objects held once room came back")
     st, body, text = state()
     check("[+]complete:configmaps ok" in body and metric(text, "kreflect_partial", res) == 0
-          and metric(text, "kreflect_objects_held", res) == 100, "whole again: %r" % body)
+          and metric(text, "kreflect_objects_held", res) == 100, "whole again: partial %s, held %s, %r"
+          % (metric(text, "kreflect_partial", res), metric(text, "kreflect_objects_held", res), body))
     # By watch events: the arena fills again; the next object not held makes it partial.
     s.ctl.bulk("configmaps", "default", 250, size=1024, start=300)
     wait_until(lambda: lo.req("/readyz")[0] == 503, e2e.late(20), "/readyz to fail when an event is not held")
