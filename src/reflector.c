@@ -965,6 +965,7 @@ static int list_item(struct kr_reflector *r, size_t len)
 	int ix[OK_N];
 	int32_t idx;
 
+	r->req.events++;
 	if (n == KR_ENOSPC) {
 		/* Too many tokens to read: like an object too large to hold. */
 		kr_log(KR_LOG_ERROR, "%s: unable to read a list item of %zu bytes: " TOKENS_FULL,
@@ -1864,9 +1865,10 @@ static void on_end(void *arg, int err, const char *reason)
 
 	tail_released(r->top, NULL);
 
-	kr_log(KR_LOG_DEBUG, "%s: %s request ended: status %d, %lu events, %s%s%s", r->res.name,
+	kr_log(KR_LOG_DEBUG, "%s: %s request ended: status %d, %lu %s, %s%s%s", r->res.name,
 	       r->phase == KR_PH_LIST ? "list" : r->phase == KR_PH_WATCH ? "watch" : "watch-list",
-	       r->req.status, r->req.events, err ? kr_strerror(err) : "complete", err ? ": " : "",
+	       r->req.status, r->req.events, r->phase == KR_PH_LIST ? "items" : "events",
+	       err ? kr_strerror(err) : "complete", err ? ": " : "",
 	       err ? reason : "");
 	if (r->req.status == 401 && retry_unauthorized(r))
 		return;

@@ -171,7 +171,7 @@ struct kr_reflector {
 		int list_complete;             /* the items framer saw the end of the list object */
 		int bookmark_seen;             /* the initial-events-end bookmark (watch-list) */
 		kr_ms_t watch_start;           /* when a watch or watch-list request went out */
-		unsigned long events;          /* events in this watch */
+		unsigned long events;          /* events in this watch, items in this list page */
 		int propagate;                 /* ADDED events move last_rv */
 		kr_ms_t last_bookmark;         /* the last bookmark of this stream, 0: none yet */
 		struct kr_json_framer framer;

@@ -373,6 +373,7 @@ fi
 proxy_start() { # LOG ARGS...: starts tests/proxy/proxy.py, sets PROXY_PID and PROXY_PORT
 	plog=$1
 	shift
+	: >"$plog" # before the proxy's redirect makes it, or the first read says it is not there
 	python3 tests/proxy/proxy.py --log "$plog.connects" "$@" >"$plog" 2>&1 &
 	PROXY_PID=$!
 	PROXY_PORT=""

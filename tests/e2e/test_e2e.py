@@ -23,6 +23,7 @@ Standard library only. Every wait has a timeout.
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -855,6 +856,9 @@ def t_metrics_lists_count_pages(s):
     check(len(lists) == 3, "want 3 pages of 4 for 10 objects, the server saw %d" % len(lists))
     got = kreflect_metrics(port).get("kreflect_lists_total")
     check(got == 3, "kreflect_lists_total after 3 LIST pages: %s" % got)
+    # The debug line of each page counts its items (it once said "0 events").
+    ends = re.findall(r"configmaps: list request ended: status 200, (\d+) items, complete", kr.stderr())
+    check(ends == ["4", "4", "2"], "the pages' debug lines counted %s items, expected 4, 4, 2" % ends)
 
 
 @scenario("metrics-expired-continue", 4)
