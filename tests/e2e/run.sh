@@ -27,10 +27,12 @@ case "$target" in
 aarch64 | armv7)
 	q=qemu-aarch64
 	[ "$target" = armv7 ] && q=qemu-arm
-	mkdir -p build/test
-	printf '#!/bin/sh\nexec %s %s/%s "$@"\n' "$q" "$PWD" "$bin" >"build/test/kreflect-$target"
-	chmod +x "build/test/kreflect-$target"
-	bin=build/test/kreflect-$target
+	# In a directory named after the target: test_e2e.py names its artifacts
+	# directory after the binary's, so aarch64 and armv7 run side by side.
+	mkdir -p "build/test/$target"
+	printf '#!/bin/sh\nexec %s %s/%s "$@"\n' "$q" "$PWD" "$bin" >"build/test/$target/kreflect"
+	chmod +x "build/test/$target/kreflect"
+	bin=build/test/$target/kreflect
 	;;
 valgrind)
 	# Memcheck on the static musl binary: every use of uninitialised memory
