@@ -120,8 +120,8 @@ host_suites() {
 	run_suite peers python3 tests/peers/test_peers.py
 	# The test API server against kubectl 1.32 and client-go 0.32 (make test-deps, make peers).
 	run_suite real-clients python3 tests/peers/test_real_clients.py
-	# Upstream -> relay -> second-level relay -> 50 kreflects, kubectl -w, client-go and
-	# python3-kubernetes, under faults at every level (make peers, make test-deps).
+	# Upstream -> relay -> second-level relay -> 50 kreflects, kubectl -w, client-go,
+	# python3-kubernetes and client-node, under faults at every level (make peers, make test-deps).
 	run_suite relay python3 tests/relay/test_relay.py
 	# The same tree with TLS, the CA and a token below the first relay (10 downstreams,
 	# to keep the suite short; a relay holds KR_SERVE_TLS_CONNS, 512, TLS sessions).

@@ -11,7 +11,8 @@
 // {"type":"ADDED|MODIFIED|DELETED","object":{...}} and, once informer.start()
 // has resolved (list applied, watch open: the informer's only "synced" signal),
 // {"type":"SYNCED","resource":"configmaps","resourceVersion":"...","count":N}.
-// --once exits 0 right after that line.
+// --once exits 0 right after that line. Each list it makes is a line on stderr,
+// "peer_node: listed N objects at resourceVersion RV".
 //
 // As kreflect does, objects are kept and printed without metadata.managedFields
 // and list items get the kind and apiVersion that typed lists leave out: the
@@ -66,8 +67,15 @@ async function main() {
         currentContext: 'bench',
     });
     const api = kc.makeApiClient(k8s.CoreV1Api);
-    const informer = k8s.makeInformer(kc, `/api/v1/namespaces/${o.namespace}/configmaps`,
-        () => api.listNamespacedConfigMap({ namespace: o.namespace }));
+    // Every list the informer makes (its first, and one after each 410) is named on
+    // stderr, so a test can count them: SYNCED comes once, after the first.
+    const list = async () => {
+        const l = await api.listNamespacedConfigMap({ namespace: o.namespace });
+        process.stderr.write(`peer_node: listed ${l.items.length} objects at resourceVersion `
+            + `${l.metadata ? l.metadata.resourceVersion : ''}\n`);
+        return l;
+    };
+    const informer = k8s.makeInformer(kc, `/api/v1/namespaces/${o.namespace}/configmaps`, list);
 
     const print = (type, obj) => {
         if (obj.metadata) delete obj.metadata.managedFields;

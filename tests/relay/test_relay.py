@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A relay tree under faults: the test API server -> relay kreflect -> second-level relay
-kreflect -> N downstream kreflects, kubectl -w, client-go's Reflector and python3-kubernetes
-(tests/bench/peer_python.py: a list, then watch.Watch().stream).
+kreflect -> N downstream kreflects, kubectl -w, client-go's Reflector, python3-kubernetes
+(tests/bench/peer_python.py: a list, then watch.Watch().stream) and client-node's informer
+(tests/bench/peer_node.js).
 
     python3 tests/relay/test_relay.py [--kreflect build/kreflect] [--downstreams 50] [--tls]
 
 With --tls both relays serve TLS (the test server's certificate and token) and every
 link below relay1 is TLS with that CA and token; a relay holds KR_SERVE_TLS_CONNS (512)
-TLS sessions in a default build, so --tls takes at most 509 downstreams.
+TLS sessions in a default build, so --tls takes at most 508 downstreams.
 
 Links between levels go through small TCP proxies this script can cut. Faults, one after
 the other, each followed by changes at the upstream: a link cut at each level, the
@@ -15,7 +16,8 @@ upstream's history compacted while the relay is away (410), the upstream restart
 relay SIGKILLed and restarted with its state directory, a downstream SIGKILLed and
 restarted with its own. After each, every watcher must converge to the upstream's objects
 (name, resourceVersion and data), and the requests that start a sync (LIST or watch-list:
-a SYNCED line from a kreflect, client-go or python3-kubernetes, a list in the upstream's log) are counted per
+a SYNCED line from a kreflect, client-go or python3-kubernetes, client-node's "listed" line, a list in
+the upstream's log) are counted per
 level and compared with what the reflector's rules allow (src/README.md "The reflector":
 a cut link resumes the watch; a 410 relists). tests/relay/README.md says what each step
 expects and why. The last line is "N passed, N failed".
@@ -43,6 +45,9 @@ from control import ServerProcess, free_port  # noqa: E402
 KUBECTL = os.environ.get("KR_KUBECTL") or os.path.join(ROOT, "build", "deps", "trixie", "usr", "bin", "kubectl")
 CLIENT_GO = os.path.join(ROOT, "build", "peers", "client-go-peer")
 PEER_PYTHON = os.path.join(ROOT, "tests", "bench", "peer_python.py")
+PEER_NODE = os.path.join(ROOT, "tests", "bench", "peer_node.js")
+# Where `make test-deps` installs @kubernetes/client-node.
+NODE_MODULES = os.environ.get("KR_NODE_MODULES") or os.path.join(ROOT, "build", "bench", "npm")
 NS = "default"
 SYNCED_BY = re.compile(r": synced \d+ objects at resourceVersion \S+ by ")
 
@@ -142,9 +147,9 @@ class Proc:
     """A watcher whose stdout is kreflect's JSON lines (kreflect, client-go's peer) or
     kubectl's stream of JSON documents; folded into {name: (rv, data)}."""
 
-    def __init__(self, name, cmd, workdir, multiline=False, keeps_state=False):
+    def __init__(self, name, cmd, workdir, multiline=False, keeps_state=False, list_line=None):
         self.name, self.cmd, self.workdir, self.multiline = name, cmd, workdir, multiline
-        self.keeps_state = keeps_state
+        self.keeps_state, self.list_line = keeps_state, list_line
         self.lock = threading.Lock()
         self.starts = 0
         self.mirror = {}
@@ -199,13 +204,18 @@ class Proc:
 
     def lists(self):
         """kreflect: the syncs that listed (a LIST or a watch-list), from its log lines;
-        a sync by a watch from the restored state is not one. Others: SYNCED lines."""
-        if not self.keeps_state:
+        a sync by a watch from the restored state is not one. A peer with list_line:
+        its stderr lines that match it (client-node's informer relists without a new
+        SYNCED). Others: SYNCED lines."""
+        if not self.keeps_state and not self.list_line:
             return self.synced
         n = 0
         for i in range(1, self.starts + 1):
             with open(os.path.join(self.workdir, "%s.%d.err" % (self.name, i)), errors="replace") as f:
-                n += sum(1 for line in f if SYNCED_BY.search(line) and "from the restored state" not in line)
+                if self.list_line:
+                    n += sum(1 for line in f if self.list_line.search(line))
+                else:
+                    n += sum(1 for line in f if SYNCED_BY.search(line) and "from the restored state" not in line)
         return n
 
     def alive(self):
@@ -279,6 +289,12 @@ class Tree:
                                                        "--certificate-authority", self.srv.ready["ca"],
                                                        "--token-file", self.srv.ready["token_file"], "-n", NS],
                                 workdir))
+        # client-node's informer: a list, then watches from the last resourceVersion it saw
+        # (a clean end or a broken connection re-watches from there; a 410 relists).
+        self.others.append(Proc("client-node", ["node", PEER_NODE, "--modules", NODE_MODULES, "--server", leaf,
+                                                "--certificate-authority", self.srv.ready["ca"],
+                                                "--token-file", self.srv.ready["token_file"], "-n", NS],
+                                workdir, list_line=re.compile(r"^peer_node: listed ")))
 
     def kreflect(self, name, server, tls=False, extra=()):
         state = os.path.join(self.dir, name + ".state")
@@ -351,9 +367,10 @@ class Tree:
     def keep_clients(self):
         """kubectl get -w ends when its watch ends (as with any server), and python3-kubernetes'
         watch raises (the peer exits) when its connection breaks: start them again (each
-        start lists: kubectl's counted by its starts, python3-kubernetes' by its SYNCED lines)."""
+        start lists: kubectl's counted by its starts, python3-kubernetes' by its SYNCED lines).
+        client-node's peer re-watches by itself; should it exit, its new start's list counts."""
         for o in self.others:
-            if o.name in ("kubectl", "python3-kubernetes") and not o.alive():
+            if o.name in ("kubectl", "python3-kubernetes", "client-node") and not o.alive():
                 o.start()
 
     def change(self, tag, n=3):
@@ -400,9 +417,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--tls", action="store_true", help="TLS (with the CA and token) below relay1")
     a = ap.parse_args()
-    if a.tls and a.downstreams > 509:
-        ap.error("--tls takes at most 509 downstreams: a relay holds 512 TLS sessions (KR_SERVE_TLS_CONNS), "
-                 "and kubectl, client-go and python3-kubernetes take three")
+    if a.tls and a.downstreams > 508:
+        ap.error("--tls takes at most 508 downstreams: a relay holds 512 TLS sessions (KR_SERVE_TLS_CONNS), "
+                 "and kubectl, client-go, python3-kubernetes and client-node take four")
     t0 = time.monotonic()
     for need, how in ((a.kreflect, "make build/kreflect"), (KUBECTL, "make peers-deps"), (CLIENT_GO, "make peers")):
         if not check(os.access(need, os.X_OK), "%s is there (%s)" % (os.path.relpath(need, ROOT), how)):
@@ -411,6 +428,11 @@ def main():
     r = subprocess.run(["/usr/bin/python3", "-c", "import kubernetes"], capture_output=True, text=True)
     if not check(r.returncode == 0, "python3-kubernetes is there (make test-deps)%s" % (
             "" if r.returncode == 0 else ": " + r.stderr.strip().splitlines()[-1])):
+        print("%d passed, %d failed" % (passed, failed))
+        return 1
+    pkg = os.path.join(NODE_MODULES, "node_modules", "@kubernetes", "client-node", "package.json")
+    if not check(shutil.which("node") and os.path.exists(pkg),
+                 "node and @kubernetes/client-node in %s are there (make test-deps)" % os.path.relpath(NODE_MODULES, ROOT)):
         print("%d passed, %d failed" % (passed, failed))
         return 1
     workdir = tempfile.mkdtemp(prefix="kreflect-relay-")
