@@ -63,8 +63,10 @@ size_t kr_budget_items(struct kr_budget_item *items, size_t max, size_t objects,
 				  KR_SIDECAR_PAYLOAD_TOKENS * sizeof(kr_json_tok) : 0), 0,
 		  BUILT(KR_WITH_SIDECAR, "--k8s-sidecar: resources, request payload and header read from "
 					 "the environment") },
-		{ "listen", KR_WITH_LISTEN ? KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS) : 0, 0,
-		  BUILT(KR_WITH_LISTEN, "--listen: change history, KR_SERVE_MAX_CONNS connections; RAM only if used") },
+		{ "listen", KR_WITH_LISTEN ? KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS) : 0, 1,
+		  BUILT(KR_WITH_LISTEN, "--listen: change history, KR_SERVE_MAX_CONNS connections (fewer with\n"
+					"                           --listen-max-conns); reserved only with --listen, "
+					"RAM only if used") },
 	};
 	size_t i, n = sizeof(all) / sizeof(all[0]);
 

@@ -26,8 +26,6 @@
 /* The client lives in memory reserved once at start-up (--print-budget). */
 static struct kr_client *client;
 static const char *resource_args[KR_MAX_RESOURCES];
-/* The local endpoint's memory: its state, then KR_SERVE_MAX_CONNS connections. */
-static char serve_mem[KR_ENDPOINT_MEMORY(KR_SERVE_MAX_CONNS)] __attribute__((aligned(16)));
 
 #define KR_STR_(x) #x
 #define KR_STR(x) KR_STR_(x)
@@ -1102,7 +1100,8 @@ int main(int argc, char **argv)
 	struct options o;
 	struct kr_program_status ps;
 	char err[512];
-	size_t i;
+	size_t i, serve_len = 0;
+	void *serve_mem = NULL;
 	int nres = 0, r, budget = 0;
 
 	for (i = 1; i < (size_t)argc && strcmp(argv[i], "--") != 0; i++) {
@@ -1242,6 +1241,16 @@ int main(int argc, char **argv)
 	/* Its lines written before the files' batch is put in place, as they come. */
 	if (!o.output_none && add_jsonl() != 0)
 		return EXIT_FATAL;
+	/*
+	 * The endpoint's memory (its state, then --listen-max-conns connections) is
+	 * reserved with the rest, before the start, and only for --listen: kept out
+	 * of .bss, it costs a device without --listen no address space.
+	 */
+	if (KR_WITH_LISTEN && o.serve.address) {
+		serve_len = kr_endpoint_memory(&o.serve);
+		if (serve_len && !(serve_mem = reserve(serve_len)))
+			return EXIT_FATAL;
+	}
 	/* The outputs are in place before the start: a restored mirror reaches them first. */
 	r = kr_client_start(client, err, sizeof(err));
 	if (r != 0) {
@@ -1250,7 +1259,7 @@ int main(int argc, char **argv)
 		return r == KR_ENOENT || r == KR_EINVAL ? EXIT_USAGE : EXIT_FATAL;
 	}
 	if (KR_WITH_LISTEN && o.serve.address) {
-		r = kr_client_endpoint(client, serve_mem, sizeof(serve_mem), &o.serve, err, sizeof(err));
+		r = kr_client_endpoint(client, serve_mem, serve_len, &o.serve, err, sizeof(err));
 		if (r == KR_EIO && o.sidecar) {
 			/* As k8s-sidecar's health thread: a port taken (two sidecars in one pod) is
 			 * not fatal, the files are what the sidecar is for. */
