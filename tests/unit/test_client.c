@@ -903,7 +903,7 @@ KR_TEST(client, the_budget_item_by_item)
 	cfg.arena_bytes = 1u << 20;
 	memset(&b, 0, sizeof(b));
 	n = kr_client_budget(&cfg, &objects, &arena, on_budget, &b);
-	check(n > 4 && n == b.n && !b.bad && b.reserved == 4 + 3 * KR_WITH_HOOKS + KR_WITH_DIR);
+	check(n > 4 && n == b.n && !b.bad && b.reserved == 4 + 3 * KR_WITH_HOOKS + KR_WITH_DIR + KR_WITH_LISTEN);
 	check(objects == 1000 && arena == (1u << 20));
 	/* the reserved items are the client's memory, but for its 16-byte roundings */
 	check(b.sum <= kr_client_memory(&cfg) && kr_client_memory(&cfg) - b.sum < 64);
