@@ -102,7 +102,7 @@ long kr_port_recv(int fd, void *buf, size_t len);
 /* Closes fd; ignores errors (nothing useful can be done about them). */
 void kr_port_close(int fd);
 
-/* Text of the last socket error seen on this thread (strerror of errno). */
+/* Text of the last socket or kr_port_reserve error seen on this thread (strerror of errno). */
 const char *kr_port_last_error(void);
 
 /* --- listening (the local endpoint, --listen) ------------------------------------ */
@@ -184,7 +184,8 @@ void kr_port_discard(void *p, size_t len);
 /*
  * Start-up only: len bytes of zeroed, 16-byte aligned memory for the whole
  * run, reserved once before the loop starts (the capacities chosen by
- * flags). Untouched pages cost no RAM. NULL if the system refuses. Never
+ * flags). Untouched pages cost no RAM. NULL if the system refuses
+ * (kr_port_last_error says why). Never
  * given back; never called after start-up (`make test-malloc` checks).
  */
 void *kr_port_reserve(size_t len);

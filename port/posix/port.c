@@ -462,7 +462,11 @@ void *kr_port_reserve(size_t len)
 	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED) {
+		last_errno = errno;
+		return NULL;
+	}
+	return p;
 }
 
 /* --- output ------------------------------------------------------------------------- */

@@ -275,4 +275,41 @@ if [ $use_strace = 1 ]; then
 else
 	note "strace not usable here: the system-call cross-check was skipped"
 fi
+
+# 9. A start-up reservation the system refuses (here: an address-space limit) is
+# exit 1 with the size and the reason in words, before anything is served. The
+# limits are derived from the stock binary's static memory: room for it and
+# 14 MiB, so an 8 MiB --memory fits and the 20 MiB --listen endpoint does not.
+stock=build/kreflect
+static=$("$stock" --print-budget 2>/dev/null | awk '$1 == "static" {print $2}')
+if [ -z "$static" ]; then
+	bad "$stock --print-budget names no static memory (make build/kreflect)"
+	finish
+fi
+refused() { # KB ARGS...: runs the stock binary under ulimit -v KB; its stderr in $work/refused.err
+	kb=$1
+	shift
+	(ulimit -v "$kb" && exec "$stock" --server http://127.0.0.1:1 --once --timeout 2 "$@" configmaps) \
+		>/dev/null 2>"$work/refused.err"
+}
+reserve_line() { grep -E "^kreflect: unable to reserve [0-9]+ bytes of memory at start-up: " "$work/refused.err"; }
+refused $(((static + 64 * 1048576) / 1024)) --arena-bytes 1G
+rc=$?
+line=$(reserve_line)
+set -- $(echo "$line" | awk '{print $5}')
+if [ $rc -eq 1 ] && [ "${1:-0}" -ge 1073741824 ] && ! echo "$line" | grep -q "No error information"; then
+	ok "a refused client reservation: exit 1, \"${line#kreflect: }\""
+else
+	bad "a refused client reservation: rc=$rc, line [$line]" "$work/refused.err"
+fi
+refused $(((static + 14 * 1048576) / 1024)) --memory 8M --listen 127.0.0.1:0
+rc=$?
+line=$(reserve_line)
+set -- $(echo "$line" | awk '{print $5}')
+if [ $rc -eq 1 ] && [ "${1:-0}" -ge 16777216 ] && ! echo "$line" | grep -q "No error information" &&
+	! grep -q "serving the mirror" "$work/refused.err"; then
+	ok "a refused --listen reservation: exit 1 before serving, \"${line#kreflect: }\""
+else
+	bad "a refused --listen reservation: rc=$rc, line [$line]" "$work/refused.err"
+fi
 finish
