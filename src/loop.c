@@ -10,35 +10,33 @@ void kr_loop_init(struct kr_loop *loop)
 	loop->signals.fd = -1;
 }
 
+/* Adds fn to a list of *n hooks, at its end or (first) at its start. */
+static int add_hook(struct kr_loop_hook *h, int *n, int first, int (*fn)(void *arg), void *arg)
+{
+	int at = first ? 0 : *n;
+
+	if (*n >= KR_LOOP_MAX_HOOKS)
+		return KR_ENOSPC;
+	memmove(&h[at + 1], &h[at], (size_t)(*n - at) * sizeof(h[0]));
+	h[at].fn = fn;
+	h[at].arg = arg;
+	(*n)++;
+	return 0;
+}
+
 int kr_loop_before_poll(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
 {
-	if (loop->nhooks >= KR_LOOP_MAX_HOOKS)
-		return KR_ENOSPC;
-	loop->hooks[loop->nhooks].fn = fn;
-	loop->hooks[loop->nhooks].arg = arg;
-	loop->nhooks++;
-	return 0;
+	return add_hook(loop->hooks, &loop->nhooks, 0, fn, arg);
 }
 
 int kr_loop_before_poll_first(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
 {
-	if (loop->nhooks >= KR_LOOP_MAX_HOOKS)
-		return KR_ENOSPC;
-	memmove(&loop->hooks[1], &loop->hooks[0], (size_t)loop->nhooks * sizeof(loop->hooks[0]));
-	loop->hooks[0].fn = fn;
-	loop->hooks[0].arg = arg;
-	loop->nhooks++;
-	return 0;
+	return add_hook(loop->hooks, &loop->nhooks, 1, fn, arg);
 }
 
 int kr_loop_before_timers(struct kr_loop *loop, int (*fn)(void *arg), void *arg)
 {
-	if (loop->ntimer_hooks >= KR_LOOP_MAX_HOOKS)
-		return KR_ENOSPC;
-	loop->timer_hooks[loop->ntimer_hooks].fn = fn;
-	loop->timer_hooks[loop->ntimer_hooks].arg = arg;
-	loop->ntimer_hooks++;
-	return 0;
+	return add_hook(loop->timer_hooks, &loop->ntimer_hooks, 0, fn, arg);
 }
 
 static void signal_ready(struct kr_loop *loop, struct kr_source *s, int got)

@@ -62,15 +62,12 @@ struct kr_loop {
 	struct kr_source signals;      /* the signal descriptor, when opened */
 	void (*on_signal)(struct kr_loop *loop, int sig, void *arg);
 	void *signal_arg;
-	struct {
+	struct kr_loop_hook {
 		int (*fn)(void *arg);
 		void *arg;
 	} hooks[KR_LOOP_MAX_HOOKS];    /* run before a poll() that may sleep */
 	int nhooks;
-	struct {
-		int (*fn)(void *arg);
-		void *arg;
-	} timer_hooks[KR_LOOP_MAX_HOOKS]; /* run before due timers fire */
+	struct kr_loop_hook timer_hooks[KR_LOOP_MAX_HOOKS]; /* run before due timers fire */
 	int ntimer_hooks;
 	int stop;                      /* set to leave kr_loop_run */
 	unsigned long wakeups;         /* poll() returns, for the idle test */

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <signal.h>
 #include <unistd.h>
@@ -184,5 +185,37 @@ KR_TEST(sink, loop_runs_hooks_before_it_may_sleep)
 	check(hook_calls == 0);
 	kr_loop_once(&l, 5);                             /* may sleep: every hook once */
 	check(hook_calls == KR_LOOP_MAX_HOOKS);
+	return 0;
+}
+
+/* The order hooks ran in, by their arg: '0' + k. */
+static char hook_order[KR_LOOP_MAX_HOOKS + 1];
+
+static int order_hook(void *arg)
+{
+	size_t n = strlen(hook_order);
+
+	if (n < KR_LOOP_MAX_HOOKS)
+		hook_order[n] = (char)('0' + (int)(intptr_t)arg);
+	return 0;
+}
+
+/* A hook added "first" runs before those added earlier (JSON lines before the files' batch). */
+KR_TEST(sink, loop_first_hook_runs_before_earlier_ones)
+{
+	static struct kr_loop l;
+
+	kr_loop_init(&l);
+	memset(hook_order, 0, sizeof(hook_order));
+	check(kr_loop_before_poll(&l, order_hook, (void *)(intptr_t)1) == 0);
+	check(kr_loop_before_poll(&l, order_hook, (void *)(intptr_t)2) == 0);
+	check(kr_loop_before_poll_first(&l, order_hook, (void *)(intptr_t)0) == 0);
+	check(kr_loop_before_poll(&l, order_hook, (void *)(intptr_t)3) == 0);
+	kr_loop_once(&l, 5);
+	check(strcmp(hook_order, "0123") == 0);
+	while (l.nhooks < KR_LOOP_MAX_HOOKS)
+		check(kr_loop_before_poll_first(&l, order_hook, (void *)(intptr_t)4) == 0);
+	check(kr_loop_before_poll_first(&l, order_hook, (void *)(intptr_t)5) == KR_ENOSPC);
+	check(kr_loop_before_timers(&l, order_hook, NULL) == 0);
 	return 0;
 }
