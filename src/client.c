@@ -30,7 +30,6 @@
 #include "store.h"
 #include "tls.h"
 
-#define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
 #define DISCOVERY_TIMEOUT_MS 15000
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define MAX_CALLBACKS KR_CLIENT_MAX_CALLBACKS
@@ -1515,7 +1514,6 @@ struct kr_resource *kr_client_resource(struct kr_client *c, int res)
 {
 	return valid(c) && res >= 0 && res < c->nres ? &c->res[res] : NULL;
 }
-
 
 /* --- least privilege --------------------------------------------------------------- */
 

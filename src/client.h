@@ -14,6 +14,9 @@
 #include "resource.h"
 #include "store.h"
 
+/* n rounded up to 16: the parts carved from a caller's block stay aligned. */
+#define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
+
 /* The client's loop: sources and timers of the caller's own outputs go here. NULL if c is not a client. */
 struct kr_loop *kr_client_loop(struct kr_client *c);
 

@@ -15,7 +15,6 @@
 #include "fmt.h"
 #include "sink_dir.h"
 
-#define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
 /* struct kr_dir_config as 1.1 released it: a struct_size below this is not one of ours. */
 #define DIR_CONFIG_SIZE_1_1 (offsetof(struct kr_dir_config, sweep_by_scope) + sizeof(int))
 

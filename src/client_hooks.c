@@ -19,7 +19,6 @@
 #include "notify.h"
 #include "supervise.h"
 
-#define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
 /* struct kr_hooks_config as 1.1 released it: a struct_size below this is not one of ours. */
 #define HOOKS_CONFIG_SIZE_1_1 (offsetof(struct kr_hooks_config, skip_first) + sizeof(int))
 #define DEBOUNCE_DEFAULT_MS 1000

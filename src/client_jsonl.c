@@ -11,8 +11,6 @@
 #include "loop.h"
 #include "sink.h"
 
-#define ALIGN16(n) (((n) + 15u) & ~(size_t)15u)
-
 /* kr_client_stop's: the last lines; a failed output has said so once. */
 static void last_lines(void *j)
 {
